@@ -1,0 +1,302 @@
+"""Pure entry points: check or fix a text, a file, or many paths.
+
+    from tflint.api import check_source
+    findings = check_source("import tensorflow as tf\\n...", "train.py")
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from .config import Config
+from .engine import CheckResult, FixResult, Settings, check_text, fix_text, syntax_error_finding
+from .findings import Finding
+from .registry import Registry, default_registry
+from .source import SourceError, SourceFile, decode, read_source, write_atomic
+
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
+def default_settings(**kwargs) -> Settings:
+    return Settings.create(default_registry(), kwargs.pop("config", None) or Config(), **kwargs)
+
+
+def check_source(text: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> list[Finding]:
+    settings = settings or default_settings()
+    if path.endswith(".ipynb"):
+        return check_file_text(text, path, settings).findings
+    return check_text(text, path, settings).findings
+
+
+def fix_source(text: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> FixResult:
+    settings = settings or default_settings()
+    return fix_text(text, path, settings)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    fixed: int = 0
+    fixed_by_code: dict[str, int] = field(default_factory=dict)
+    diff: str = ""
+    new_text: Optional[str] = None  # for stdin with --fix
+
+
+def check_file_text(text: str, path: str, settings: Settings) -> CheckResult:
+    if path.endswith(".ipynb"):
+        from .notebook import Notebook, NotebookError
+
+        try:
+            nb = Notebook.parse(text, path)
+        except NotebookError as exc:
+            return CheckResult([syntax_error_finding(path, str(exc).split(": ", 1)[-1], 1, 0)])
+        res = check_text(nb.text, path, settings)
+        return CheckResult([nb.map_finding(f) for f in res.findings], res.errors)
+    return check_text(text, path, settings)
+
+
+def process_text(
+    text: str, path: str, settings: Settings, fix: bool = False, diff: bool = False, source: Optional[SourceFile] = None
+) -> FileResult:
+    """Check (and with `fix`, fix) one file's text. Writes the file when `fix` and not `diff` and `source`
+    names a file on disk."""
+    result = FileResult(path)
+    if not fix and not diff:
+        res = check_file_text(text, path, settings)
+        result.findings, result.errors = res.findings, res.errors
+        return result
+    notebook = None
+    lint_text = text
+    if path.endswith(".ipynb"):
+        from .notebook import Notebook, NotebookError
+
+        try:
+            notebook = Notebook.parse(text, path)
+        except NotebookError as exc:
+            result.findings = [syntax_error_finding(path, str(exc).split(": ", 1)[-1], 1, 0)]
+            return result
+        lint_text = notebook.text
+    fixed = fix_text(lint_text, path, settings)
+    result.errors = fixed.errors
+    result.messages = fixed.messages
+    result.fixed = fixed.applied
+    result.fixed_by_code = fixed.applied_by_code
+    result.findings = [notebook.map_finding(f) for f in fixed.findings] if notebook else fixed.findings
+    if fixed.text == lint_text:
+        return result
+    if notebook is not None:
+        from .notebook import NotebookError, render_fixed
+
+        try:
+            new_text = render_fixed(notebook, fixed.text)
+        except NotebookError as exc:
+            result.messages.append(f"{path}: {exc}")
+            return result
+    else:
+        new_text = fixed.text
+    if diff:
+        result.diff = "".join(
+            difflib.unified_diff(
+                text.splitlines(keepends=True), new_text.splitlines(keepends=True), fromfile=path, tofile=path
+            )
+        )
+        if result.diff and not result.diff.endswith("\n"):
+            result.diff += "\n\\ No newline at end of file\n"
+        return result
+    result.new_text = new_text
+    if source is not None and source.raw:
+        try:
+            write_atomic(path, source.encode(new_text), expected=source.raw)
+        except (SourceError, OSError) as exc:
+            result.messages.append(str(exc))
+            result.fixed = 0
+            result.fixed_by_code = {}
+    return result
+
+
+def process_path(path: str, settings: Settings, fix: bool = False, diff: bool = False) -> FileResult:
+    try:
+        src = read_source(path)
+    except SourceError as exc:
+        msg = str(exc)
+        detail = msg[len(path) + 2:] if msg.startswith(path + ": ") else msg
+        f = syntax_error_finding(path, f"Cannot check: {detail}", 1, 0)
+        r = FileResult(path)
+        if "TFL001" in settings.codes_for(path):
+            r.findings = [f]
+        else:
+            r.messages = [msg]
+        return r
+    try:
+        return process_text(src.text, path, settings, fix=fix, diff=diff, source=src)
+    except RecursionError:
+        f = syntax_error_finding(path, "Cannot check: too deeply nested", 1, 0)
+        return FileResult(path, findings=[f])
+
+
+def process_stdin(data: bytes, filename: str, settings: Settings, fix: bool, diff: bool) -> FileResult:
+    try:
+        text, _, _ = decode(data, filename)
+    except SourceError as exc:
+        return FileResult(filename, findings=[syntax_error_finding(filename, f"Cannot check: {exc}", 1, 0)])
+    return process_text(text, filename, settings, fix=fix, diff=diff)
+
+
+# -- discovery ------------------------------------------------------------------------------------------------
+def discover(paths: Iterable[str], config: Config) -> tuple[list[str], list[str]]:
+    """(files to check, messages). Folders are walked respecting .gitignore files and `exclude`; files named
+    explicitly are always checked. Symlinked folders are not followed (no loops)."""
+    import pathspec
+
+    excludes = [*config.exclude, *config.extend_exclude]
+    exclude_spec = pathspec.PathSpec.from_lines("gitwildmatch", excludes)
+    out: list[str] = []
+    messages: list[str] = []
+    seen: set[str] = set()
+
+    def add(p: str) -> None:
+        key = os.path.normpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            _walk(p, config.root, exclude_spec, add)
+        elif p.exists() or p.is_symlink():
+            add(raw)
+        else:
+            messages.append(f"{raw}: no such file or directory")
+    return out, messages
+
+
+def _walk(top: Path, root: Path, exclude_spec, add) -> None:
+    import pathspec
+
+    ignore_stack: list[tuple[Path, "pathspec.PathSpec"]] = []
+    # .gitignore files from the root down to `top` also apply
+    try:
+        chain = [d for d in [*reversed(top.resolve().parents), top.resolve()] if _is_within(d, root.resolve())]
+    except OSError:
+        chain = []
+    for d in chain:
+        spec = _gitignore(d)
+        if spec is not None:
+            ignore_stack.append((d, spec))
+
+    def ignored(path: Path, is_dir: bool) -> bool:
+        rel_root = _rel(path, root)
+        name = path.name
+        if exclude_spec.match_file(name + ("/" if is_dir else "")) or (
+            rel_root is not None and exclude_spec.match_file(rel_root + ("/" if is_dir else ""))
+        ):
+            return True
+        for base, spec in ignore_stack:
+            rel = _rel(path, base)
+            if rel is not None and spec.match_file(rel + ("/" if is_dir else "")):
+                return True
+        return False
+
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        d = Path(dirpath)
+        # pop specs that no longer apply
+        ignore_stack[:] = [(b, s) for b, s in ignore_stack if _is_within(d.resolve(), b)]
+        spec = _gitignore(d)
+        if spec is not None and all(b != d.resolve() for b, _ in ignore_stack):
+            ignore_stack.append((d.resolve(), spec))
+        dirnames[:] = sorted(n for n in dirnames if not ignored((d / n).resolve() if False else d / n, True))
+        for name in sorted(filenames):
+            f = d / name
+            if not name.endswith(PYTHON_SUFFIXES):
+                continue
+            if ignored(f, False):
+                continue
+            add(str(f))
+
+
+def _gitignore(d: Path):
+    import pathspec
+
+    gi = d / ".gitignore"
+    if gi.is_file():
+        try:
+            return pathspec.PathSpec.from_lines("gitwildmatch", gi.read_text(encoding="utf-8", errors="replace").splitlines())
+        except Exception:
+            return None
+    return None
+
+
+def _is_within(path: Path, base: Path) -> bool:
+    try:
+        path.relative_to(base)
+        return True
+    except ValueError:
+        return False
+
+
+def _rel(path: Path, base: Path) -> Optional[str]:
+    try:
+        return Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(base))).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(base.resolve()).as_posix()
+        except (ValueError, OSError):
+            return None
+
+
+@dataclass
+class RunResult:
+    files: list[FileResult]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted((f for r in self.files for f in r.findings), key=lambda f: f.sort_key)
+
+    @property
+    def errors(self) -> list[str]:
+        return [e for r in self.files for e in r.errors]
+
+
+def check_paths(
+    paths: Iterable[str], settings: Settings, fix: bool = False, diff: bool = False, jobs: int = 1
+) -> tuple[RunResult, list[str]]:
+    files, messages = discover(paths, settings.config)
+    results = run_files(files, settings, fix=fix, diff=diff, jobs=jobs)
+    return RunResult(results), messages
+
+
+PARALLEL_THRESHOLD = 16  # below this many files a process pool costs more than it saves
+
+
+def run_files(files: list[str], settings: Settings, fix: bool, diff: bool, jobs: int) -> list[FileResult]:
+    if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) as pool:
+                chunk = max(1, len(files) // (jobs * 8))
+                return list(pool.map(_worker, [(f, fix, diff) for f in files], chunksize=chunk))
+        except (OSError, RuntimeError, ImportError):
+            pass  # no process support here: fall back to one process
+    return [process_path(f, settings, fix=fix, diff=diff) for f in files]
+
+
+_WORKER_SETTINGS: Optional[Settings] = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _WORKER_SETTINGS
+    _WORKER_SETTINGS = settings
+
+
+def _worker(args) -> FileResult:
+    path, fix, diff = args
+    assert _WORKER_SETTINGS is not None
+    return process_path(path, _WORKER_SETTINGS, fix=fix, diff=diff)

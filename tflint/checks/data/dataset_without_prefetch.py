@@ -1,0 +1,121 @@
+"""TFL102 dataset-without-prefetch: a consumed pipeline with no `prefetch` at its end."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import Pipeline, get_arg
+from ..base import Check
+from ..common import autotune, method_call
+
+CONSUMER_METHODS = {"fit": ("x", 0), "evaluate": ("x", 0), "predict": ("x", 0)}
+DISTRIBUTE = ("experimental_distribute_dataset", "distribute_dataset")
+INPUT_FN_NAME = re.compile(r"input_fn|input_pipeline")
+
+
+def has_prefetch(p: Pipeline, sem) -> bool:
+    if p.source_prefetched and len(p.steps) == 1:
+        return True
+    for s in p.steps:
+        if s.method == "prefetch":
+            return True
+        if s.method == "apply" and s.call is not None:
+            arg = get_arg(s.call, "transformation_func", 0)
+            if arg is not None and isinstance(arg.value, cst.Call):
+                q = sem.call_name(arg.value) or ""
+                if "prefetch" in q or "copy_to_device" in q:
+                    return True
+    return False
+
+
+class DatasetWithoutPrefetch(Check):
+    code = "TFL102"
+
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        self._reported: set[int] = set()
+
+    def _consider(self, expr: cst.BaseExpression, consumer: str) -> None:
+        p = self.datasets.pipeline(expr)
+        if p is None or has_prefetch(p, self.sem):
+            return
+        last = p.last
+        if last.call is None or last.method == "source" and p.source.kind in ("param", "declared"):
+            return  # a dataset handed in from elsewhere: its producer decides
+        if id(last.call) in self._reported:
+            return
+        self._reported.add(id(last.call))
+        note = (
+            " (TF ≥ 2.16 injects a final prefetch by default; this matters when `inject_prefetch` is off or "
+            "for older targets)" if self.target_version >= (2, 16) else ""
+        )
+        message = f"Pipeline consumed by {consumer} has no `prefetch` at its end: input and training do not overlap{note}"
+        spelling = autotune(self.sem, self.target_version)
+        start = last.call.func.attr if isinstance(last.call.func, cst.Attribute) else None
+        if spelling is None:
+            self.report(last.call, message, start_node=start)
+            return
+        self.report(
+            last.call,
+            message,
+            start_node=start,
+            replacement=method_call(last.call, "prefetch", [spelling]),
+            fix_message=f"Add `.prefetch({spelling})` at the end of the pipeline",
+            applicability=Applicability.SAFE,
+        )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            m = func.attr.value
+            if m in CONSUMER_METHODS:
+                kw, pos = CONSUMER_METHODS[m]
+                arg = get_arg(node, kw, pos)
+                if arg is not None:
+                    self._consider(arg.value, f"`{m}`")
+                if m == "fit":
+                    v = get_arg(node, "validation_data")
+                    if v is not None:
+                        self._consider(v.value, "`fit(validation_data=...)`")
+                return
+            if m in DISTRIBUTE:
+                arg = get_arg(node, "dataset", 0)
+                if arg is not None:
+                    self._consider(arg.value, f"`{m}`")
+                return
+            if m == "distribute_datasets_from_function":
+                arg = get_arg(node, "dataset_fn", 0)
+                fn = self.functions.resolve_callable(arg.value) if arg is not None else None
+                if fn is not None:
+                    self._returns_of(fn, "`distribute_datasets_from_function`")
+                return
+        q = self.sem.call_name(node)
+        if q == "builtins.iter" and node.args:
+            self._consider(node.args[0].value, "`iter()`")
+
+    def visit_For(self, node: cst.For) -> None:
+        self._consider(node.iter, "a `for` loop")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if INPUT_FN_NAME.search(node.name.value) and not self._prefetched_by_caller(node):
+            self._returns_of(node, f"its caller (returned from `{node.name.value}`)")
+
+    def _returns_of(self, fn, consumer: str) -> None:
+        if isinstance(fn, cst.Lambda):
+            self._consider(fn.body, consumer)
+            return
+        for ret in self.functions.body_nodes(fn, cst.Return):
+            if ret.value is not None and self.functions.owner(ret) is fn:
+                self._consider(ret.value, consumer)
+
+    def _prefetched_by_caller(self, fn: cst.FunctionDef) -> bool:
+        """A caller in this file that adds `.prefetch` to the returned dataset."""
+        for call in self.index.nodes(cst.Call):
+            if isinstance(call.func, cst.Name) and call.func.value == fn.name.value:
+                parent = self.index.parent(call)
+                if isinstance(parent, cst.Attribute):
+                    return True  # chained on directly: `input_fn().prefetch(...)` or other use the caller owns
+        return False

@@ -1,0 +1,50 @@
+"""TFL101 map-without-parallel-calls: `ds.map(fn)` with no `num_parallel_calls`."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import get_arg
+from ..base import Check
+from ..common import add_keyword_arg, autotune, is_pure_tf, python_function_call, uses_random
+
+
+class MapWithoutParallelCalls(Check):
+    code = "TFL101"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "map":
+            return
+        if get_arg(node, "num_parallel_calls", 1) is not None or any(a.star for a in node.args):
+            return
+        if not self.datasets.is_dataset(func.value):
+            return
+        mapped = self.datasets.mapped_function(node)
+        fn = self.functions.resolve_callable(mapped) if mapped is not None else None
+        stateful = fn is not None and (python_function_call(self.sem, fn) is not None or uses_random(self.sem, fn) is not None)
+        pure = fn is not None and is_pure_tf(self.sem, fn)
+        if self.target_version >= (2, 16) and not stateful:
+            message = (
+                "`map` without `num_parallel_calls`: elements are mapped one at a time unless tf.data's "
+                "`map_parallelization` (on by default since TF 2.16 for stateless functions) applies"
+            )
+        elif stateful:
+            message = (
+                "`map` without `num_parallel_calls` over a stateful function (Python code or random ops): "
+                "tf.data never parallelizes it on its own"
+            )
+        else:
+            message = "`map` without `num_parallel_calls`: elements are mapped one at a time"
+        spelling = autotune(self.sem, self.target_version)
+        if spelling is None:
+            self.report(node, message, start_node=func.attr)
+            return
+        self.report(
+            node,
+            message,
+            start_node=func.attr,
+            replacement=add_keyword_arg(node, "num_parallel_calls", spelling),
+            fix_message=f"Add `num_parallel_calls={spelling}`",
+            applicability=Applicability.SAFE if pure else Applicability.UNSAFE,
+        )

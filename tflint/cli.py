@@ -1,0 +1,299 @@
+"""Argument parsing and printing only; the analysis lives in api/engine.
+
+Exit codes: 0 nothing found (or everything fixed); 1 findings remain; 2 usage, config or internal error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .render import FORMATS
+
+    parser = argparse.ArgumentParser(
+        prog="tflint", description="Find (and fix) TensorFlow performance problems in Python source."
+    )
+    parser.add_argument("--version", action="version", version=f"tflint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    c = sub.add_parser("check", help="check files, folders, notebooks or stdin")
+    c.add_argument("paths", nargs="*", default=None, help='files or folders (default: "."); "-" reads stdin')
+    c.add_argument("--fix", action="store_true", help="apply safe fixes")
+    c.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (and show) unsafe fixes")
+    c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help=argparse.SUPPRESS)
+    c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    c.add_argument("--select", type=_codes, default=None, help="rules to enable: codes, names, prefixes, ALL")
+    c.add_argument("--ignore", type=_codes, action="extend", default=[], help="rules to disable")
+    c.add_argument("--extend-select", type=_codes, action="extend", default=[], help="rules to enable on top")
+    c.add_argument("--output-format", choices=FORMATS, default=None, help="default: full on a terminal, else concise")
+    c.add_argument("--statistics", action="store_true", help="count findings per rule")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    c.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: CPU count)")
+    c.add_argument("--config", type=Path, default=None, help="a TOML file with [tool.tflint] keys at top level")
+    c.add_argument("--target-version", default=None, help="TensorFlow version to target, e.g. 2.21")
+    c.add_argument("--stdin-filename", default=None, help="the name of the file read from stdin")
+    c.add_argument("--rules-dir", action="append", type=Path, default=[], help="an extra folder of YAML rules")
+    c.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
+    c.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
+    c.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+
+    r = sub.add_parser("rule", help="print a rule's documentation")
+    r.add_argument("rule", help="a code (TFL101) or a name (map-without-parallel-calls)")
+    r.add_argument("--json", action="store_true")
+
+    rs = sub.add_parser("rules", help="list every rule")
+    rs.add_argument("--json", action="store_true")
+
+    i = sub.add_parser("inspect", help="trace a tf.function or tf.data pipeline and inspect its graph")
+    i.add_argument("target", help="FILE::FACTORY")
+    i.add_argument("--json", action="store_true")
+    i.add_argument("--graph", type=Path, default=None, help="write the graph as .dot, .svg or .graphml")
+    i.add_argument("--timeout", type=float, default=300.0, help="seconds the user code may take")
+
+    v = sub.add_parser("verify", help="benchmark tflint's fixes against the original code")
+    v.add_argument("target", help="FILE::FACTORY, or a folder of bench pairs")
+    v.add_argument("--rule", type=_codes, action="extend", default=[], help="rules whose fixes to verify")
+    v.add_argument("--json", action="store_true")
+    v.add_argument("--timeout", type=float, default=300.0, help="seconds each child process may take")
+    v.add_argument("--budget", type=float, default=None, help="seconds of benchmarking per pair")
+
+    sub.add_parser("server", help="run the language server on stdio")
+
+    t = sub.add_parser("test-rules", help="run the examples embedded in a folder of YAML rules")
+    t.add_argument("dir", type=Path)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command in (None, "check"):
+            if args.command is None:
+                args = parser.parse_args(["check", *(argv if argv is not None else sys.argv[1:])])
+            return cmd_check(args)
+        if args.command == "rule":
+            return cmd_rule(args)
+        if args.command == "rules":
+            return cmd_rules(args)
+        if args.command == "inspect":
+            from .runtime.commands import cmd_inspect
+
+            return cmd_inspect(args)
+        if args.command == "verify":
+            from .runtime.commands import cmd_verify
+
+            return cmd_verify(args)
+        if args.command == "server":
+            from .server import main as server_main
+
+            return server_main()
+        if args.command == "test-rules":
+            from .packs import cmd_test_rules
+
+            return cmd_test_rules(args)
+    except KeyboardInterrupt:
+        print("tflint: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_ERROR
+    parser.error(f"unknown command {args.command}")
+    return EXIT_ERROR
+
+
+def _error(msg: str) -> int:
+    print(f"tflint: error: {msg}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def load_settings(args):
+    """Registry + config + selection from the command line; raises ConfigError/RegistryError."""
+    from .config import Config, parse_version
+    from .engine import Settings
+    from .registry import build_registry, default_registry
+
+    paths = args.paths or ["."]
+    start = None
+    if args.stdin_filename:
+        start = Path(args.stdin_filename).resolve().parent
+    else:
+        first = next((p for p in paths if p != "-"), None)
+        if first is not None:
+            start = Path(first)
+    config = Config.load(args.config, start=start)
+    if args.target_version:
+        config.target_version = parse_version(args.target_version, "--target-version")
+    extra_dirs = [*config.rules_dirs, *args.rules_dir]
+    registry = build_registry(extra_dirs) if extra_dirs else default_registry()
+    config.validate(registry)
+    for key in ("select", "ignore", "extend_select"):
+        for v in getattr(args, key) or []:
+            if not registry.is_known(v):
+                from .config import ConfigError
+
+                raise ConfigError(f"--{key.replace('_', '-')}: unknown rule code or name {v!r}")
+    return Settings.create(
+        registry,
+        config,
+        select=args.select,
+        ignore=args.ignore,
+        extend_select=args.extend_select,
+        unsafe_fixes=args.unsafe_fixes,
+        prefilter=not args.no_prefilter,
+    )
+
+
+def cmd_check(args) -> int:
+    from .api import check_paths, process_stdin, run_files
+    from .config import ConfigError
+    from .engine import applicable
+    from .findings import Applicability
+    from .registry import RegistryError
+    from .render import renderer
+    from .render.text import statistics, summary, use_color
+
+    try:
+        settings = load_settings(args)
+    except (ConfigError, RegistryError) as exc:
+        return _error(str(exc))
+    paths = args.paths or ["."]
+    fix = args.fix or args.add_noqa
+    diff = args.diff
+    messages: list[str] = []
+    if paths == ["-"]:
+        data = sys.stdin.buffer.read()
+        name = args.stdin_filename or "-"
+        res = process_stdin(data, name, settings, fix=fix and not args.add_noqa, diff=diff)
+        results = [res]
+        if fix and not diff and res.new_text is not None and not args.add_noqa:
+            sys.stdout.write(res.new_text)
+    else:
+        if "-" in paths:
+            return _error('"-" (stdin) cannot be mixed with other paths')
+        jobs = args.jobs or os.cpu_count() or 1
+        if args.add_noqa:
+            from .noqa import add_noqa
+
+            return add_noqa(paths, settings)
+        use_cache = not args.no_cache and not fix and not diff
+        if use_cache:
+            try:
+                from .cache import cached_check_paths
+
+                run, messages = cached_check_paths(paths, settings, jobs=jobs)
+            except ImportError:
+                run, messages = check_paths(paths, settings, jobs=jobs)
+        else:
+            run, messages = check_paths(paths, settings, fix=fix, diff=diff, jobs=jobs)
+        results = run.files
+    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
+    errors = [e for r in results for e in r.errors]
+    messages += [m for r in results for m in r.messages]
+    for m in messages:
+        print(f"tflint: warning: {m}", file=sys.stderr)
+    for e in errors:
+        print(f"tflint: error: {e}", file=sys.stderr)
+    if diff:
+        for r in results:
+            if r.diff:
+                sys.stdout.write(r.diff)
+        n = sum(r.fixed for r in results)
+        if n:
+            print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
+        return EXIT_ERROR if errors else (EXIT_FINDINGS if n and not args.exit_zero else EXIT_CLEAN)
+    stdin_fix_mode = paths == ["-"] and fix
+    out = sys.stderr if stdin_fix_mode else sys.stdout
+    if not settings.unsafe_fixes:
+        # unsafe fixes are shown only when enabled (as Ruff does); the finding stays
+        findings = [f.with_changes(fix=None) if f.fix and f.fix.applicability is Applicability.UNSAFE else f for f in findings]
+    fmt = args.output_format or ("full" if use_color(out) else "concise")
+    if args.statistics:
+        out.write(statistics(findings))
+    else:
+        out.write(renderer(fmt)(findings, color=use_color(out), registry=settings.registry))
+    n_fixed = sum(r.fixed for r in results)
+    if fmt in ("concise", "full") and not args.quiet and not args.statistics:
+        fixable = sum(1 for f in findings if applicable(f, settings))
+        n_unsafe = 0 if settings.unsafe_fixes else sum(1 for r in results for f in r.findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
+        text = summary(len(findings), n_fixed, fixable, n_unsafe, fix)
+        if text:
+            print(text, file=sys.stderr if fmt != "full" or stdin_fix_mode else out)
+    if errors:
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def cmd_rule(args) -> int:
+    from .registry import RegistryError, default_registry
+
+    try:
+        reg = default_registry()
+    except RegistryError as exc:
+        return _error(str(exc))
+    meta = reg.get(args.rule)
+    if meta is None:
+        return _error(f"unknown rule code or name {args.rule!r}")
+    if args.json:
+        print(json.dumps(meta.to_json(), indent=2, ensure_ascii=False))
+        return EXIT_CLEAN
+    print(format_rule_doc(meta))
+    return EXIT_CLEAN
+
+
+def format_rule_doc(meta) -> str:
+    fix = "/".join(meta.fix)
+    lines = [f"# {meta.name} ({meta.code})", "", meta.summary, "",
+             f"Default: {'on' if meta.default else 'off'}    Fix: {fix}" + ("    Bench pair: yes" if meta.bench else ""), ""]
+    titles = {"what": "What it does", "why": "Why is this bad?", "example": "Example", "use-instead": "Use instead",
+              "fix-safety": "Fix safety", "limitations": "Known limitations", "references": "References"}
+    for key, title in titles.items():
+        value = meta.docs.get(key)
+        if not value:
+            continue
+        lines.append(f"## {title}")
+        if key in ("example", "use-instead"):
+            lines += ["```python", str(value).rstrip(), "```"]
+        elif isinstance(value, list):
+            lines += [f"- {v}" for v in value]
+        else:
+            lines.append(str(value).rstrip())
+        lines.append("")
+    if meta.options:
+        lines.append("## Options")
+        for k, v in meta.options.items():
+            lines.append(f"- `{k}` (default: {v!r})")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def cmd_rules(args) -> int:
+    from .registry import RegistryError, default_registry
+
+    try:
+        reg = default_registry()
+    except RegistryError as exc:
+        return _error(str(exc))
+    if args.json:
+        print(json.dumps([m.to_json() for m in reg], indent=2, ensure_ascii=False))
+        return EXIT_CLEAN
+    for m in reg:
+        flag = "on " if m.default else "off"
+        kind = "runtime" if m.runtime else "/".join(m.fix)
+        print(f"{m.code}  {flag}  {m.name:<40} {kind:<12} {m.summary}")
+    return EXIT_CLEAN

@@ -1,0 +1,228 @@
+"""`[tool.tflint]` loading and validation.
+
+Configuration comes from the nearest pyproject.toml with a `[tool.tflint]` table (searched upward from the
+first path given, else the working directory), or from `--config FILE` (the same keys at top level). An unknown
+key, code or rule name is an error that names it and where it was found.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any, Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_TARGET = (2, 21)
+KNOWN_KEYS = {
+    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "fixable", "unfixable",
+    "unsafe-fixes", "target-version", "rules-dirs", "rules", "dataset-functions",
+}
+DEFAULT_EXCLUDE = [
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist", "node_modules",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tflint_cache", "site-packages", ".ipynb_checkpoints",
+]
+
+
+class ConfigError(Exception):
+    pass
+
+
+def parse_version(value: Any, where: str) -> tuple[int, int]:
+    text = str(value).strip()
+    parts = text.split(".")
+    try:
+        if len(parts) < 2:
+            raise ValueError
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        raise ConfigError(f"{where}: `target-version` must look like \"2.21\", not {value!r}") from None
+
+
+@dataclass
+class Config:
+    select: Optional[list[str]] = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    extend_exclude: list[str] = field(default_factory=list)
+    fixable: Optional[list[str]] = None
+    unfixable: list[str] = field(default_factory=list)
+    unsafe_fixes: bool = False
+    target_version: tuple[int, int] = DEFAULT_TARGET
+    rules_dirs: list[Path] = field(default_factory=list)
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dataset_functions: list[str] = field(default_factory=list)
+    root: Path = field(default_factory=Path.cwd)
+    source: Optional[Path] = None
+
+    # -- loading -------------------------------------------------------------------------------------------
+    @classmethod
+    def from_table(cls, table: dict[str, Any], root: Path, source: Optional[Path], where: str) -> "Config":
+        unknown = sorted(set(table) - KNOWN_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key `{unknown[0]}` (known keys: {', '.join(sorted(KNOWN_KEYS))})")
+        cfg = cls(root=root, source=source)
+
+        def str_list(key: str) -> list[str]:
+            v = table.get(key, [])
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ConfigError(f"{where}: `{key}` must be a list of strings")
+            return list(v)
+
+        if "select" in table:
+            cfg.select = str_list("select")
+        cfg.extend_select = str_list("extend-select")
+        cfg.ignore = str_list("ignore")
+        if "exclude" in table:
+            cfg.exclude = str_list("exclude")
+        cfg.extend_exclude = str_list("extend-exclude")
+        if "fixable" in table:
+            cfg.fixable = str_list("fixable")
+        cfg.unfixable = str_list("unfixable")
+        cfg.dataset_functions = str_list("dataset-functions")
+        cfg.rules_dirs = [(root / p) for p in str_list("rules-dirs")]
+        if "unsafe-fixes" in table:
+            if not isinstance(table["unsafe-fixes"], bool):
+                raise ConfigError(f"{where}: `unsafe-fixes` must be true or false")
+            cfg.unsafe_fixes = table["unsafe-fixes"]
+        if "target-version" in table:
+            cfg.target_version = parse_version(table["target-version"], where)
+        pfi = table.get("per-file-ignores", {})
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{where}: `per-file-ignores` must be a table of pattern = [codes]")
+        for pattern, codes in pfi.items():
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise ConfigError(f"{where}: `per-file-ignores.{pattern}` must be a list of codes")
+            cfg.per_file_ignores[pattern] = list(codes)
+        rules = table.get("rules", {})
+        if not isinstance(rules, dict) or not all(isinstance(v, dict) for v in rules.values()):
+            raise ConfigError(f"{where}: `rules` must hold one table per rule: [tool.tflint.rules.<name>]")
+        cfg.rule_options = {k: dict(v) for k, v in rules.items()}
+        cfg._where = where
+        return cfg
+
+    @classmethod
+    def load(cls, config_file: Optional[Path] = None, start: Optional[Path] = None) -> "Config":
+        if config_file is not None:
+            path = Path(config_file)
+            table = _read_toml(path)
+            if path.name == "pyproject.toml":
+                table = table.get("tool", {}).get("tflint", {})
+                where = f"{path} [tool.tflint]"
+            else:
+                where = str(path)
+            return cls.from_table(table, path.resolve().parent, path, where)
+        found = find_pyproject(start or Path.cwd())
+        if found is None:
+            return cls(root=(start or Path.cwd()).resolve() if (start and Path(start).is_dir()) else Path.cwd())
+        table = _read_toml(found).get("tool", {}).get("tflint", {})
+        return cls.from_table(table, found.resolve().parent, found, f"{found} [tool.tflint]")
+
+    # -- validation against the registry ---------------------------------------------------------------------
+    def validate(self, registry) -> None:
+        where = getattr(self, "_where", "configuration")
+        lists = {
+            "select": self.select or [], "extend-select": self.extend_select, "ignore": self.ignore,
+            "fixable": self.fixable or [], "unfixable": self.unfixable,
+        }
+        for key, values in lists.items():
+            for v in values:
+                if not registry.is_known(v):
+                    raise ConfigError(f"{where}: unknown rule code or name {v!r} in `{key}`")
+        for pattern, codes in self.per_file_ignores.items():
+            for v in codes:
+                if not registry.is_known(v):
+                    raise ConfigError(f"{where}: unknown rule code or name {v!r} in `per-file-ignores.{pattern}`")
+        for name, opts in self.rule_options.items():
+            meta = registry.get(name)
+            if meta is None:
+                raise ConfigError(f"{where}: unknown rule {name!r} in `rules.{name}`")
+            for k in opts:
+                if k not in meta.options:
+                    known = ", ".join(sorted(meta.options)) or "none"
+                    raise ConfigError(f"{where}: unknown option `{k}` for rule {meta.name} (options: {known})")
+
+    # -- queries -------------------------------------------------------------------------------------------
+    def selected(self, registry) -> set[str]:
+        return registry.select(self.select, self.ignore, self.extend_select)
+
+    def codes_for(self, registry, path: Optional[str], base: set[str]) -> set[str]:
+        if not self.per_file_ignores or not path:
+            return base
+        rel = _relative(path, self.root)
+        codes = set(base)
+        for pattern, selectors in self.per_file_ignores.items():
+            if _match(rel, pattern):
+                for s in selectors:
+                    codes -= registry.resolve(s)
+        return codes
+
+    def fixable_codes(self, registry) -> set[str]:
+        codes = set(registry.rules) if self.fixable is None else set().union(*[registry.resolve(s) for s in self.fixable]) if self.fixable else set()
+        for s in self.unfixable:
+            codes -= registry.resolve(s)
+        return codes
+
+    def rule_options_for(self, name: str) -> dict[str, Any]:
+        return self.rule_options.get(name, {})
+
+    def fingerprint(self) -> str:
+        data = {
+            "select": self.select, "extend": self.extend_select, "ignore": self.ignore, "pfi": self.per_file_ignores,
+            "fixable": self.fixable, "unfixable": self.unfixable, "target": self.target_version,
+            "rules": self.rule_options, "dsf": self.dataset_functions, "dirs": [str(p) for p in self.rules_dirs],
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    p = Path(start).resolve()
+    if p.is_file():
+        p = p.parent
+    for d in [p, *p.parents]:
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                table = _read_toml(candidate)
+            except ConfigError:
+                raise
+            if "tflint" in table.get("tool", {}):
+                return candidate
+    return None
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return Path(path).as_posix()
+
+
+def _match(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch(rel, pattern) or fnmatch(rel, pattern + "/*"):
+        return True
+    # a pattern without a slash matches a file name anywhere (as Ruff does)
+    if "/" not in pattern:
+        return fnmatch(rel.rsplit("/", 1)[-1], pattern)
+    return False

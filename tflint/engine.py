@@ -1,0 +1,508 @@
+"""Parse once, run every selected rule over one shared index, filter suppressions, and fix in passes.
+
+`check_text` returns findings for one text; `fix_text` applies fixes in passes until nothing changes (edits that
+overlap an accepted edit wait for the next pass; a pass that would make the text unparseable is refused and
+reported; at most MAX_PASSES passes).
+"""
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+
+from .checks.base import NodeEdit, Report
+from .config import Config
+from .findings import Applicability, Edit, Finding, Fix, Position
+from .registry import Registry, RuleMeta
+from .semantics import Semantics
+from .source import LineIndex
+from .suppress import Directive, Suppressions, parse_directives, remove_codes
+
+MAX_PASSES = 10
+SYNTAX_ERROR = "TFL001"
+UNUSED_SUPPRESSION = "TFL002"
+# A file that cannot contain TensorFlow code is not parsed by libcst (only checked for syntax).
+_TF_HINT = re.compile(r"tensorflow|keras|\btf\b|tfds|tf_keras")
+
+
+@dataclass
+class Settings:
+    """Everything a run decides once: the registry, config and the selected/fixable codes."""
+
+    registry: Registry
+    config: Config
+    selected: set[str]
+    fixable: set[str]
+    unsafe_fixes: bool = False
+    prefilter: bool = True
+    extra_hints: tuple[str, ...] = ()
+
+    @classmethod
+    def create(
+        cls,
+        registry: Registry,
+        config: Optional[Config] = None,
+        select: Optional[Iterable[str]] = None,
+        ignore: Iterable[str] = (),
+        extend_select: Iterable[str] = (),
+        unsafe_fixes: Optional[bool] = None,
+        prefilter: bool = True,
+    ) -> "Settings":
+        config = config or Config()
+        sel = list(select) if select is not None else config.select
+        selected = registry.select(sel, [*config.ignore, *ignore], [*config.extend_select, *extend_select])
+        hints = tuple(q.split(".")[0] for q in config.dataset_functions)
+        for meta in registry:
+            if meta.pattern and meta.code in selected:
+                hints += tuple(_pattern_roots(meta.pattern))
+        return cls(
+            registry=registry,
+            config=config,
+            selected=selected,
+            fixable=config.fixable_codes(registry),
+            unsafe_fixes=config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes,
+            prefilter=prefilter,
+            extra_hints=hints,
+        )
+
+    def codes_for(self, path: Optional[str]) -> set[str]:
+        return self.config.codes_for(self.registry, path, self.selected)
+
+    def may_contain_tf(self, text: str) -> bool:
+        if not self.prefilter:
+            return True
+        if _TF_HINT.search(text):
+            return True
+        return any(h and h in text for h in self.extra_hints)
+
+
+def _pattern_roots(pattern: Any) -> list[str]:
+    out = []
+    if isinstance(pattern, dict):
+        for v in pattern.values():
+            out += _pattern_roots(v)
+    elif isinstance(pattern, list):
+        for v in pattern:
+            out += _pattern_roots(v)
+    elif isinstance(pattern, str) and "." in pattern:
+        out.append(pattern.split(".")[0])
+    return out
+
+
+@dataclass
+class FileContext:
+    path: str
+    text: str
+    module: cst.Module
+    sem: Semantics
+    settings: Settings
+    reports: list[Report] = field(default_factory=list)
+
+    @property
+    def target_version(self) -> tuple[int, int]:
+        return self.settings.config.target_version
+
+    def rule_options(self, name: str) -> dict[str, Any]:
+        return self.settings.config.rule_options_for(name)
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding]
+    errors: list[str] = field(default_factory=list)  # internal errors (a rule crashed): exit code 2
+
+
+_VISIT_CACHE: dict[type, list[tuple[str, type]]] = {}
+
+
+def _visit_methods(check_cls: type) -> list[tuple[str, type]]:
+    cached = _VISIT_CACHE.get(check_cls)
+    if cached is None:
+        cached = []
+        for attr in dir(check_cls):
+            if attr.startswith("visit_"):
+                typ = getattr(cst, attr[len("visit_"):], None)
+                if isinstance(typ, type) and issubclass(typ, cst.CSTNode):
+                    cached.append((attr, typ))
+        _VISIT_CACHE[check_cls] = cached
+    return cached
+
+
+def syntax_error_finding(path: str, message: str, row: int, col: int, text: str = "") -> Finding:
+    row = max(row, 1)
+    line = LineIndex(text).line(row) if text else ""
+    return Finding(
+        code=SYNTAX_ERROR,
+        name="syntax-error",
+        message=message,
+        filename=path,
+        location=Position(row, max(col, 0) + 1),
+        end_location=Position(row, max(col, 0) + 1),
+        source_line=line,
+    )
+
+
+def _parse(text: str, path: str) -> tuple[Optional[cst.Module], Optional[Finding]]:
+    try:
+        return cst.parse_module(text), None
+    except cst.ParserSyntaxError as exc:
+        msg = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+        return None, syntax_error_finding(path, f"SyntaxError: {msg}", exc.raw_line, exc.raw_column, text)
+    except RecursionError:
+        return None, syntax_error_finding(path, "SyntaxError: too deeply nested to parse", 1, 0, text)
+    except Exception as exc:  # libcst may raise other errors on exotic input
+        return None, syntax_error_finding(path, f"SyntaxError: could not parse: {type(exc).__name__}: {exc}", 1, 0, text)
+
+
+def _quick_syntax_check(text: str, path: str) -> Optional[Finding]:
+    import ast
+
+    try:
+        ast.parse(text)
+        return None
+    except SyntaxError as exc:
+        return syntax_error_finding(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, (exc.offset or 1) - 1, text)
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return syntax_error_finding(path, f"SyntaxError: could not parse: {type(exc).__name__}", 1, 0, text)
+
+
+def check_text(text: str, path: str, settings: Settings) -> CheckResult:
+    codes = settings.codes_for(path)
+    if not settings.may_contain_tf(text):
+        f = _quick_syntax_check(text, path)
+        findings = [f] if f is not None and SYNTAX_ERROR in codes else []
+        if UNUSED_SUPPRESSION in codes and ("noqa" in text or "tflint" in text):
+            pass  # fall through to the full path so unused suppressions are found
+        else:
+            return CheckResult(findings)
+    module, error = _parse(text, path)
+    if module is None:
+        return CheckResult([error] if SYNTAX_ERROR in codes and error else [])
+    return _check_module(text, path, module, settings, codes)
+
+
+def _check_module(text: str, path: str, module: cst.Module, settings: Settings, codes: set[str]) -> CheckResult:
+    errors: list[str] = []
+    try:
+        sem = Semantics(module, settings.config.dataset_functions)
+    except RecursionError:
+        f = syntax_error_finding(path, "SyntaxError: too deeply nested to analyse", 1, 0, text)
+        return CheckResult([f] if SYNTAX_ERROR in codes else [])
+    ctx = FileContext(path, text, module, sem, settings)
+    for code in sorted(codes):
+        meta = settings.registry.rules.get(code)
+        if meta is None or meta.check is None:
+            continue
+        try:
+            check = meta.check(ctx, meta)
+            for attr, typ in _visit_methods(meta.check):
+                method = getattr(check, attr)
+                for node in sem.index.nodes(typ):
+                    method(node)
+            check.finish()
+        except RecursionError:
+            errors.append(f"{path}: {meta.code} ({meta.name}) gave up: the file is too deeply nested")
+        except Exception:
+            tb = traceback.format_exc(limit=6)
+            errors.append(f"{path}: internal error in {meta.code} ({meta.name}); please report it:\n{tb}")
+    directives = parse_directives(text)
+    if not ctx.reports and not (UNUSED_SUPPRESSION in codes and directives):
+        return CheckResult([], errors)
+    return CheckResult(_materialize(ctx, directives, codes), errors)
+
+
+class _Positions:
+    def __init__(self, module: cst.Module) -> None:
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self._syn = None
+        self._ws = None
+
+    @property
+    def syntactic(self):
+        if self._syn is None:
+            self._syn = self.wrapper.resolve(PositionProvider)
+        return self._syn
+
+    @property
+    def inclusive(self):
+        if self._ws is None:
+            self._ws = self.wrapper.resolve(WhitespaceInclusivePositionProvider)
+        return self._ws
+
+
+def _materialize(ctx: FileContext, directives: list[Directive], codes: set[str]) -> list[Finding]:
+    registry = ctx.settings.registry
+    positions = _Positions(ctx.module)
+    lines = LineIndex(ctx.text)
+    supp = Suppressions(directives, registry.resolve)
+    if any(d.kind == "next" for d in directives):
+        supp.set_statement_ranges(_next_statement_finder(ctx, positions))
+    findings: list[Finding] = []
+    for rep in ctx.reports:
+        meta = registry.rules[rep.code]
+        try:
+            rng = positions.syntactic[rep.node]
+        except KeyError:
+            continue
+        start = rng.start
+        if rep.start_node is not None and rep.start_node in positions.syntactic:
+            start = positions.syntactic[rep.start_node].start
+        if supp.suppressing(meta.code, meta.name, start.line):
+            continue
+        fix = _build_fix(ctx, rep, positions, lines) if rep.edits else None
+        findings.append(
+            Finding(
+                code=meta.code,
+                name=meta.name,
+                message=rep.message,
+                filename=ctx.path,
+                location=Position(start.line, start.column + 1),
+                end_location=Position(rng.end.line, rng.end.column + 1),
+                fix=fix,
+                source_line=_source_lines(lines, start.line, rng.end.line),
+            )
+        )
+    if UNUSED_SUPPRESSION in codes:
+        meta = registry.rules[UNUSED_SUPPRESSION]
+        for d, unused in supp.unused(registry.is_known):
+            findings.append(_unused_finding(ctx, meta, d, unused, lines))
+    findings.sort(key=lambda f: f.sort_key)
+    return _dedupe(findings)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen = set()
+    out = []
+    for f in findings:
+        key = (f.code, f.location, f.end_location, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def _source_lines(lines: LineIndex, start: int, end: int) -> str:
+    end = min(end, start + 4)
+    return "\n".join(lines.line(r) for r in range(start, end + 1))
+
+
+def _next_statement_finder(ctx: FileContext, positions: _Positions):
+    stmts: list[tuple[int, int]] = []
+    for typ, nodes in ctx.sem.index.by_type.items():
+        if issubclass(typ, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            for n in nodes:
+                r = positions.syntactic[n]
+                stmts.append((r.start.line, r.end.line))
+    stmts.sort()
+
+    def find(row: int) -> Optional[tuple[int, int]]:
+        import bisect
+
+        i = bisect.bisect_right(stmts, (row, 1 << 30))
+        return stmts[i] if i < len(stmts) else None
+
+    return find
+
+
+def _build_fix(ctx: FileContext, rep: Report, positions: _Positions, lines: LineIndex) -> Optional[Fix]:
+    edits: list[Edit] = []
+    for e in rep.edits:
+        edit = _node_edit(ctx, e, positions, lines)
+        if edit is None:
+            return None
+        if edit.start == edit.end and not edit.content:
+            continue
+        edits.append(edit)
+    if not edits:
+        return None
+    edits.sort(key=lambda x: (x.start, x.end))
+    for a, b in zip(edits, edits[1:]):
+        if b.start < a.end:
+            return None  # a rule produced overlapping edits: offer no fix rather than a wrong one
+    return Fix(rep.applicability or Applicability.DISPLAY, rep.fix_message or "Apply the suggested fix", tuple(edits))
+
+
+def _edit(lines: LineIndex, start: int, end: int, content: str) -> Edit:
+    sr, sc = lines.position(start)
+    er, ec = lines.position(end)
+    return Edit(content, Position(sr, sc + 1), Position(er, ec + 1), start, end)
+
+
+def _node_edit(ctx: FileContext, e: NodeEdit, positions: _Positions, lines: LineIndex) -> Optional[Edit]:
+    text = ctx.text
+    if e.mode == "replace" and e.node is not None:
+        rng = positions.inclusive.get(e.target)
+        if rng is None:
+            return None
+        s = lines.offset(rng.start.line, rng.start.column)
+        t = lines.offset(rng.end.line, rng.end.column)
+        old = ctx.module.code_for_node(e.target)
+        if text[s:t] != old:
+            return None
+        new = ctx.module.code_for_node(e.node)
+        # minimal edit: trim the common prefix and suffix
+        p = 0
+        limit = min(len(old), len(new))
+        while p < limit and old[p] == new[p]:
+            p += 1
+        q = 0
+        while q < limit - p and old[len(old) - 1 - q] == new[len(new) - 1 - q]:
+            q += 1
+        return _edit(lines, s + p, t - q, new[p: len(new) - q])
+    if e.mode == "delete":
+        rng = positions.inclusive.get(e.target)
+        if rng is None:
+            return None
+        s = lines.offset(rng.start.line, rng.start.column)
+        t = lines.offset(rng.end.line, rng.end.column)
+        return _edit(lines, s, t, "")
+    rng = positions.syntactic.get(e.target)
+    if rng is None:
+        return None
+    s = lines.offset(rng.start.line, rng.start.column)
+    t = lines.offset(rng.end.line, rng.end.column)
+    content = e.text if e.text is not None else (ctx.module.code_for_node(e.node) if e.node is not None else "")
+    if e.mode == "replace":
+        return _edit(lines, s, t, content)
+    if e.mode == "insert_before":
+        return _edit(lines, s, s, content)
+    if e.mode == "insert_after":
+        return _edit(lines, t, t, content)
+    raise ValueError(f"unknown edit mode {e.mode!r}")
+
+
+def _unused_finding(ctx: FileContext, meta: RuleMeta, d: Directive, unused: list[str], lines: LineIndex) -> Finding:
+    row = d.row
+    line = lines.line(row)
+    start = lines.offset(row, d.column)
+    end = lines.offset(row, d.end_column)
+    remaining = remove_codes(d.text, unused)
+    if remaining:
+        edit = _edit(lines, start, end, remaining)
+    elif d.own_line:
+        line_start = lines.offset(row, 0)
+        next_start = lines.starts[row] if row < len(lines.starts) else len(ctx.text)
+        edit = _edit(lines, line_start, next_start, "")
+    else:
+        code_end = len(line[: d.column].rstrip())
+        edit = _edit(lines, lines.offset(row, code_end), end, "")
+    what = ", ".join(unused)
+    return Finding(
+        code=meta.code,
+        name=meta.name,
+        message=f"Unused suppression of {what}: nothing here is reported by {'it' if len(unused) == 1 else 'them'}",
+        filename=ctx.path,
+        location=Position(row, d.column + 1),
+        end_location=Position(row, d.end_column + 1),
+        fix=Fix(Applicability.SAFE, f"Remove unused suppression of {what}", (edit,)),
+        source_line=line,
+    )
+
+
+# -- fixing ------------------------------------------------------------------------------------------------
+@dataclass
+class FixResult:
+    text: str
+    findings: list[Finding]  # what remains after fixing
+    applied: int = 0
+    applied_by_code: dict[str, int] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)  # refused fixes, non-convergence
+    errors: list[str] = field(default_factory=list)
+
+
+def applicable(f: Finding, settings: Settings) -> bool:
+    if f.fix is None or f.code not in settings.fixable:
+        return False
+    if f.fix.applicability is Applicability.SAFE:
+        return True
+    return f.fix.applicability is Applicability.UNSAFE and settings.unsafe_fixes
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    out = []
+    pos = 0
+    for e in sorted(edits, key=lambda x: (x.start, x.end)):
+        out.append(text[pos: e.start])
+        out.append(e.content)
+        pos = e.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _select_non_overlapping(fixes: list[Finding]) -> list[Finding]:
+    chosen: list[Finding] = []
+    taken: list[tuple[int, int]] = []
+    for f in sorted(fixes, key=lambda f: (f.fix.edits[0].start, f.code)):
+        spans = [(e.start, e.end) for e in f.fix.edits]
+        clash = False
+        for s, t in spans:
+            for a, b in taken:
+                if s < b and a < t or (s == t == a == b):
+                    clash = True
+                    break
+                if s == t and a < s < b:
+                    clash = True
+                    break
+            if clash:
+                break
+        if not clash:
+            chosen.append(f)
+            taken.extend(spans)
+    return chosen
+
+
+def _parses(text: str) -> bool:
+    try:
+        cst.parse_module(text)
+        return True
+    except Exception:
+        return False
+
+
+def fix_text(text: str, path: str, settings: Settings) -> FixResult:
+    result = FixResult(text, [])
+    refused: set[tuple[str, int, int]] = set()
+    for _ in range(MAX_PASSES):
+        checked = check_text(text, path, settings)
+        result.errors = checked.errors
+        candidates = [
+            f for f in checked.findings
+            if applicable(f, settings) and (f.code, f.location.row, f.location.column) not in refused
+        ]
+        if not candidates:
+            result.findings = checked.findings
+            break
+        chosen = _select_non_overlapping(candidates)
+        new_text = apply_edits(text, [e for f in chosen for e in f.fix.edits])
+        if not _parses(new_text):
+            # find the culprits one by one; keep the others
+            good: list[Finding] = []
+            for f in chosen:
+                trial = apply_edits(text, [e for g in good + [f] for e in g.fix.edits])
+                if _parses(trial):
+                    good.append(f)
+                else:
+                    refused.add((f.code, f.location.row, f.location.column))
+                    result.messages.append(
+                        f"{path}:{f.location.row}:{f.location.column}: {f.code} fix refused: it would make the file unparseable"
+                    )
+            chosen = good
+            new_text = apply_edits(text, [e for f in chosen for e in f.fix.edits])
+        if new_text == text:
+            result.findings = checked.findings
+            break
+        for f in chosen:
+            result.applied += 1
+            result.applied_by_code[f.code] = result.applied_by_code.get(f.code, 0) + 1
+        text = new_text
+    else:
+        checked = check_text(text, path, settings)
+        result.findings = checked.findings
+        if any(applicable(f, settings) for f in checked.findings):
+            result.messages.append(f"{path}: fixes did not converge after {MAX_PASSES} passes; the file is left as the last pass wrote it")
+    result.text = text
+    return result

@@ -1,0 +1,215 @@
+"""code/name -> rule, and selection by code, name, prefix or ALL.
+
+A rule's metadata (and its prose) lives once, in `rules/<family>/<name>.yaml`; its detection logic is a
+`Check` subclass in `tflint/checks/` with the same `code`, or, for declarative rules, a pattern in the YAML
+itself read by one generic matcher. Unknown codes or names are errors.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+DOC_SECTIONS = ("what", "why", "example", "use-instead", "fix-safety", "limitations", "references")
+FIX_KINDS = ("none", "safe", "unsafe", "display")
+
+
+class RegistryError(Exception):
+    """A malformed rule file or an unknown rule selector."""
+
+
+@dataclass
+class RuleMeta:
+    code: str
+    name: str
+    summary: str
+    default: bool
+    fix: tuple[str, ...]
+    bench: bool = False
+    runtime: bool = False
+    docs: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    path: Optional[Path] = None
+    check: Optional[type] = None  # the Check subclass
+    pattern: Optional[dict[str, Any]] = None  # declarative rules
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fixable(self) -> bool:
+        return any(k in ("safe", "unsafe", "display") for k in self.fix)
+
+    @property
+    def family(self) -> str:
+        return self.path.parent.name if self.path else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "summary": self.summary,
+            "default": self.default,
+            "fix": list(self.fix),
+            "bench": self.bench,
+            "runtime": self.runtime,
+            "options": self.options,
+            "docs": {k: self.docs.get(k) for k in DOC_SECTIONS},
+        }
+
+
+def rules_dir() -> Path:
+    """The shipped rules/ folder: inside the installed package, or beside it in a checkout."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_rules"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "rules"
+
+
+def _load_yaml_rule(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise RegistryError(f"{path}{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise RegistryError(f"{path}:1: a rule file must be a mapping")
+    return data
+
+
+def meta_from_yaml(data: dict[str, Any], path: Optional[Path]) -> RuleMeta:
+    where = str(path) if path else "<rule>"
+    for key in ("code", "name", "summary"):
+        if not isinstance(data.get(key), str) or not data.get(key):
+            raise RegistryError(f"{where}: missing or empty `{key}`")
+    fix = data.get("fix", "none")
+    fix_t = tuple(fix) if isinstance(fix, list) else (fix,)
+    for f in fix_t:
+        if f not in FIX_KINDS:
+            raise RegistryError(f"{where}: `fix` must be one of {', '.join(FIX_KINDS)} (or a list of them), not {f!r}")
+    return RuleMeta(
+        code=data["code"],
+        name=data["name"],
+        summary=data["summary"],
+        default=bool(data.get("default", True)),
+        fix=fix_t,
+        bench=bool(data.get("bench", False)),
+        runtime=bool(data.get("runtime", False)),
+        docs={k: data.get(k) for k in DOC_SECTIONS},
+        options=dict(data.get("options") or {}),
+        path=path,
+        pattern=data.get("pattern"),
+        raw=data,
+    )
+
+
+def _import_checks() -> dict[str, type]:
+    from . import checks
+    from .checks.base import Check
+
+    for info in pkgutil.walk_packages(checks.__path__, prefix="tflint.checks."):
+        importlib.import_module(info.name)
+    found: dict[str, type] = {}
+
+    def walk(cls: type) -> None:
+        for sub in cls.__subclasses__():
+            code = getattr(sub, "code", None)
+            if code and sub.__module__.startswith("tflint.checks."):
+                if code in found and found[code] is not sub:
+                    raise RegistryError(f"two checks claim {code}: {found[code].__module__} and {sub.__module__}")
+                found[code] = sub
+            walk(sub)
+
+    walk(Check)
+    return found
+
+
+class Registry:
+    def __init__(self, rules: Iterable[RuleMeta]) -> None:
+        self.rules: dict[str, RuleMeta] = {}
+        self.by_name: dict[str, RuleMeta] = {}
+        for r in rules:
+            self.add(r)
+
+    def add(self, r: RuleMeta) -> None:
+        if r.code in self.rules:
+            raise RegistryError(f"{r.path}: code {r.code} is already used by {self.rules[r.code].path}")
+        if r.name in self.by_name:
+            raise RegistryError(f"{r.path}: name {r.name} is already used by {self.by_name[r.name].path}")
+        self.rules[r.code] = r
+        self.by_name[r.name] = r
+
+    def __iter__(self):
+        return iter(sorted(self.rules.values(), key=lambda r: r.code))
+
+    def get(self, code_or_name: str) -> Optional[RuleMeta]:
+        return self.rules.get(code_or_name.upper()) or self.by_name.get(code_or_name)
+
+    def resolve(self, selector: str) -> set[str]:
+        """Codes matched by a code, a name, a prefix (`TFL1`) or ALL. Unknown selectors raise."""
+        s = selector.strip()
+        if s == "ALL":
+            return set(self.rules)
+        r = self.get(s)
+        if r is not None:
+            return {r.code}
+        up = s.upper()
+        matched = {c for c in self.rules if c.startswith(up)}
+        if matched and up[:1].isalpha():
+            return matched
+        raise RegistryError(f"unknown rule code or name: {selector!r}")
+
+    def is_known(self, selector: str) -> bool:
+        try:
+            self.resolve(selector)
+            return True
+        except RegistryError:
+            return False
+
+    def select(
+        self, select: Optional[Iterable[str]] = None, ignore: Iterable[str] = (), extend_select: Iterable[str] = ()
+    ) -> set[str]:
+        if select is None:
+            codes = {c for c, r in self.rules.items() if r.default}
+        else:
+            codes = set()
+            for s in select:
+                codes |= self.resolve(s)
+        for s in extend_select:
+            codes |= self.resolve(s)
+        for s in ignore:
+            codes -= self.resolve(s)
+        return codes
+
+
+def build_registry(extra_dirs: Iterable[Path] = ()) -> Registry:
+    rules: list[RuleMeta] = []
+    checks = _import_checks()
+    for path in sorted(rules_dir().rglob("*.yaml")):
+        meta = meta_from_yaml(_load_yaml_rule(path), path)
+        meta.check = checks.get(meta.code)
+        rules.append(meta)
+    reg = Registry(rules)
+    missing = sorted(set(checks) - set(reg.rules))
+    if missing:
+        raise RegistryError(f"checks without a rules/*.yaml entry: {', '.join(missing)}")
+    for d in extra_dirs:
+        load_pack(reg, Path(d))
+    return reg
+
+
+def load_pack(reg: Registry, directory: Path) -> None:
+    """Load a user rule pack (YAML rules in `directory`). Implemented by tflint.packs when present."""
+    from . import packs  # noqa: F401  (imported lazily: only for users of rule packs)
+
+    packs.load_pack(reg, directory)
+
+
+@lru_cache(maxsize=None)
+def default_registry() -> Registry:
+    return build_registry()

@@ -1,0 +1,26 @@
+"""`--output-format github`: GitHub Actions workflow commands (annotations on the pull request)."""
+from __future__ import annotations
+
+from ..findings import Finding
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(findings: list[Finding], **_: object) -> str:
+    lines = []
+    for f in findings:
+        cell = f" (cell {f.cell})" if f.cell is not None else ""
+        props = (
+            f"title={_escape_prop('tflint (' + f.code + ')')},file={_escape_prop(f.filename)},"
+            f"line={f.location.row},col={f.location.column},"
+            f"endLine={f.end_location.row},endColumn={f.end_location.column}"
+        )
+        msg = f"{f.filename}:{f.location.row}:{f.location.column}:{cell} {f.code} {f.message}"
+        lines.append(f"::error {props}::{_escape_data(msg)}")
+    return "\n".join(lines) + ("\n" if lines else "")

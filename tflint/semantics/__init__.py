@@ -1,0 +1,42 @@
+"""Shared static knowledge every rule uses, computed once per file from one traversal.
+
+- `index`: parents, nodes by type, statement order, scoped bindings (`tflint.semantics.index`)
+- `names`: qualified names through imports and aliases (`tflint.semantics.names`)
+- `functions`: callables, tf.function scopes (`tflint.semantics.functions`)
+- `datasets`: tf.data pipelines traced through chains and variables (`tflint.semantics.datasets`)
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from .datasets import Datasets, Pipeline, Step
+from .functions import Functions
+from .index import Index
+from .names import Names, canonical, dotted_name, get_arg, literal_value, NOT_LITERAL
+
+
+class Semantics:
+    def __init__(self, module: cst.Module, dataset_functions: Iterable[str] = ()) -> None:
+        self.module = module
+        self.index = Index.build(module)
+        self.names = Names(self.index)
+        self.functions = Functions(self.index, self.names)
+        self.datasets = Datasets(self.index, self.names, self.functions, dataset_functions)
+
+    # Short-hands used by most rules
+    def qualified_name(self, node: cst.BaseExpression):
+        return self.names.qualified_name(node)
+
+    def call_name(self, call: cst.Call):
+        return self.names.call_name(call)
+
+    def pipeline(self, expr: cst.BaseExpression):
+        return self.datasets.pipeline(expr)
+
+
+__all__ = [
+    "Semantics", "Index", "Names", "Functions", "Datasets", "Pipeline", "Step", "canonical", "dotted_name",
+    "get_arg", "literal_value", "NOT_LITERAL",
+]

@@ -1,0 +1,275 @@
+"""Telling a tf.data Dataset from anything else that has `.map` and `.batch`.
+
+`Datasets.pipeline(expr)` follows an expression back through method chains, reassigned variables
+(`ds = ds.map(...)`), tuple unpacking of `tfds.load(..., with_info=True)`, annotated parameters and same-file
+helper functions to a tf.data constructor, and returns the chain of steps. When the origin is unknown (a
+pandas `.map`, a Hugging Face `datasets` pipeline, a PyTorch DataLoader, an unannotated parameter) it returns
+None and rules stay silent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from .functions import Functions
+from .index import Index
+from .names import Names, get_arg, literal_value
+
+# Constructors that return a tf.data.Dataset (canonical qualified names, without the
+# `tensorflow.compat.v1.` variants, which `_source_kind` maps onto these).
+DATASET_SOURCES: dict[str, str] = {
+    "tensorflow.data.Dataset.from_tensor_slices": "in-memory",
+    "tensorflow.data.Dataset.from_tensors": "in-memory",
+    "tensorflow.data.Dataset.from_generator": "generator",
+    "tensorflow.data.Dataset.range": "range",
+    "tensorflow.data.Dataset.zip": "zip",
+    "tensorflow.data.Dataset.list_files": "files",
+    "tensorflow.data.Dataset.sample_from_datasets": "combine",
+    "tensorflow.data.Dataset.choose_from_datasets": "combine",
+    "tensorflow.data.Dataset.load": "saved",
+    "tensorflow.data.Dataset.counter": "range",
+    "tensorflow.data.Dataset.random": "range",
+    "tensorflow.data.Dataset.from_tensor": "in-memory",
+    "tensorflow.data.TFRecordDataset": "records",
+    "tensorflow.data.TextLineDataset": "records",
+    "tensorflow.data.FixedLengthRecordDataset": "records",
+    "tensorflow.data.experimental.CsvDataset": "records",
+    "tensorflow.data.experimental.SqlDataset": "records",
+    "tensorflow.data.experimental.make_csv_dataset": "records-batched",
+    "tensorflow.data.experimental.make_batched_features_dataset": "records-batched",
+    "tensorflow.data.experimental.Counter": "range",
+    "tensorflow.data.experimental.RandomDataset": "range",
+    "tensorflow.data.experimental.sample_from_datasets": "combine",
+    "tensorflow.data.experimental.choose_from_datasets": "combine",
+    "tensorflow.data.experimental.load": "saved",
+    "tensorflow.data.experimental.from_list": "in-memory",
+    "tensorflow.data.experimental.from_variant": "in-memory",
+    "tensorflow_datasets.load": "tfds",
+    "keras.utils.image_dataset_from_directory": "keras-batched",
+    "keras.utils.text_dataset_from_directory": "keras-batched",
+    "keras.utils.audio_dataset_from_directory": "keras-batched",
+    "keras.utils.timeseries_dataset_from_array": "keras-batched",
+    "keras.preprocessing.image_dataset_from_directory": "keras-batched",
+    "keras.preprocessing.text_dataset_from_directory": "keras-batched",
+    "keras.preprocessing.timeseries_dataset_from_array": "keras-batched",
+}
+
+# Dataset methods that return a Dataset.
+DATASET_METHODS = frozenset(
+    {
+        "apply", "batch", "bucket_by_sequence_length", "cache", "concatenate", "enumerate", "filter",
+        "filter_with_legacy_function", "flat_map", "group_by_window", "ignore_errors", "interleave", "map",
+        "map_with_legacy_function", "padded_batch", "prefetch", "ragged_batch", "rebatch", "rejection_resample",
+        "repeat", "scan", "shard", "shuffle", "skip", "snapshot", "sparse_batch", "take", "take_while", "unbatch",
+        "unique", "window", "with_options", "distribute", "save",
+    }
+)
+# Methods that return a Dataset only for a Dataset receiver but whose names are too common to be evidence on
+# their own; chains are only extended through them when the receiver is already known to be a Dataset.
+BATCHING_METHODS = frozenset({"batch", "padded_batch", "ragged_batch", "sparse_batch", "bucket_by_sequence_length"})
+
+
+@dataclass
+class Step:
+    method: str  # "source" for the origin
+    call: Optional[cst.Call]
+    qualified: Optional[str] = None  # for the source
+    kind: Optional[str] = None  # for the source: in-memory, generator, records, tfds, keras-batched, param, ...
+
+
+@dataclass
+class Pipeline:
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def source(self) -> Step:
+        return self.steps[0]
+
+    @property
+    def last(self) -> Step:
+        return self.steps[-1]
+
+    def methods(self) -> list[str]:
+        return [s.method for s in self.steps]
+
+    def has(self, *methods: str) -> bool:
+        return any(s.method in methods for s in self.steps)
+
+    def index_of(self, method: str) -> int:
+        for i, s in enumerate(self.steps):
+            if s.method == method:
+                return i
+        return -1
+
+    def extended(self, step: Step) -> "Pipeline":
+        return Pipeline(self.steps + [step])
+
+    @property
+    def source_prefetched(self) -> bool:
+        return self.source.kind == "keras-batched"
+
+    @property
+    def source_batched(self) -> bool:
+        return self.source.kind in ("keras-batched", "records-batched")
+
+
+class Datasets:
+    def __init__(self, index: Index, names: Names, functions: Functions, extra_sources: Iterable[str] = ()) -> None:
+        self.index = index
+        self.names = names
+        self.functions = functions
+        self.extra_sources = frozenset(extra_sources)
+        self._memo: dict[int, Optional[Pipeline]] = {}
+        self._active: set[int] = set()
+
+    def is_dataset(self, expr: cst.BaseExpression) -> bool:
+        return self.pipeline(expr) is not None
+
+    def pipeline(self, expr: cst.BaseExpression) -> Optional[Pipeline]:
+        key = id(expr)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active or len(self._active) > 60:
+            return None
+        self._active.add(key)
+        try:
+            result = self._pipeline(expr)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def _pipeline(self, expr: cst.BaseExpression) -> Optional[Pipeline]:
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in DATASET_METHODS:
+                inner = self.pipeline(func.value)
+                if inner is not None:
+                    return inner.extended(Step(func.attr.value, expr))
+            kind = self._source_kind(expr)
+            if kind is not None:
+                return Pipeline([Step("source", expr, self.names.call_name(expr), kind)])
+            return self._through_user_function(expr)
+        if isinstance(expr, cst.Name):
+            return self._through_name(expr)
+        if isinstance(expr, cst.Subscript):
+            # tfds.load(name) without split returns a dict of Datasets
+            value = expr.value
+            call = self._resolve_to_call(value)
+            if call is not None and self.names.call_name(call) == "tensorflow_datasets.load":
+                if get_arg(call, "split") is None and not self._truthy_kw(call, "with_info"):
+                    return Pipeline([Step("source", call, "tensorflow_datasets.load", "tfds")])
+        return None
+
+    def _resolve_to_call(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        if isinstance(expr, cst.Call):
+            return expr
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call):
+                return b.value
+        return None
+
+    def _source_kind(self, call: cst.Call) -> Optional[str]:
+        q = self.names.call_name(call)
+        if q is None:
+            # tfds.builder(name).as_dataset(split=...)
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "as_dataset":
+                inner = self._resolve_to_call(func.value)
+                if inner is not None and self.names.call_name(inner) == "tensorflow_datasets.builder":
+                    if get_arg(call, "split") is not None and isinstance(get_arg(call, "split").value, cst.SimpleString):
+                        return "tfds"
+            return None
+        if q.startswith("tensorflow.compat.v1.data."):
+            q = "tensorflow.data." + q[len("tensorflow.compat.v1.data."):]
+        if q.startswith("tensorflow.compat.v1.keras."):
+            q = "keras." + q[len("tensorflow.compat.v1.keras."):]
+        kind = DATASET_SOURCES.get(q)
+        if kind == "tfds":
+            # A single split name (not a list, not None) and no info tuple is a Dataset.
+            split = get_arg(call, "split", 1)
+            if split is None or isinstance(split.value, (cst.List, cst.Tuple)):
+                return None
+            if self._truthy_kw(call, "with_info"):
+                return None
+            return kind
+        if kind is None and q in self.extra_sources:
+            return "declared"
+        return kind
+
+    def _truthy_kw(self, call: cst.Call, kw: str) -> bool:
+        arg = get_arg(call, kw)
+        return arg is not None and literal_value(arg.value) is not False
+
+    def _through_name(self, name: cst.Name) -> Optional[Pipeline]:
+        b = self.index.lookup(name.value, name)
+        if b is None:
+            return None
+        if b.kind in ("assign", "annassign"):
+            if b.kind == "annassign" and b.value is None:
+                return None
+            if b.value is not None and b.value is not name:
+                p = self.pipeline(b.value)
+                if p is None and b.kind == "annassign":
+                    return self._from_annotation(b.node.annotation if isinstance(b.node, cst.AnnAssign) else None)
+                return p
+            return None
+        if b.kind == "unpack" and isinstance(b.value, cst.Call):
+            call = b.value
+            q = self.names.call_name(call)
+            if q == "tensorflow_datasets.load":
+                split = get_arg(call, "split", 1)
+                with_info = self._truthy_kw(call, "with_info")
+                split_is_list = split is not None and isinstance(split.value, (cst.List, cst.Tuple))
+                if split_is_list and not with_info:
+                    return Pipeline([Step("source", call, q, "tfds")])
+                if with_info and b.index == 0 and split is not None and not split_is_list:
+                    return Pipeline([Step("source", call, q, "tfds")])
+            return None
+        if b.kind == "unpack" and isinstance(b.value, cst.Tuple) and b.index is not None:
+            els = b.value.elements
+            if b.index < len(els) and not isinstance(els[b.index], cst.StarredElement):
+                return self.pipeline(els[b.index].value)
+            return None
+        if b.kind == "param" and isinstance(b.node, cst.Param):
+            return self._from_annotation(b.node.annotation)
+        return None
+
+    def _from_annotation(self, annotation: Optional[cst.Annotation]) -> Optional[Pipeline]:
+        if annotation is None:
+            return None
+        q = self.names.qualified_name(annotation.annotation)
+        if q in ("tensorflow.data.Dataset", "tensorflow.compat.v1.data.Dataset"):
+            return Pipeline([Step("source", None, q, "param")])
+        return None
+
+    def _through_user_function(self, call: cst.Call) -> Optional[Pipeline]:
+        fn = self.functions.resolve_callable(call.func)
+        if fn is None:
+            return None
+        if isinstance(fn, cst.Lambda):
+            return self.pipeline(fn.body)
+        returns = [r for r in self.functions.body_nodes(fn, cst.Return) if self.functions.owner(r) is fn]
+        values = [r.value for r in returns if r.value is not None]
+        if not values:
+            return None
+        pipelines = [self.pipeline(v) for v in values]
+        if all(p is not None for p in pipelines):
+            return pipelines[-1]
+        return None
+
+    # -- consumption -------------------------------------------------------------------------------------
+    def mapped_function(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The function argument of map/filter/flat_map/interleave (positional or keyword)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        kw = {"map": "map_func", "flat_map": "map_func", "interleave": "map_func", "filter": "predicate",
+              "map_with_legacy_function": "map_func", "filter_with_legacy_function": "predicate"}.get(func.attr.value)
+        if kw is None:
+            return None
+        arg = get_arg(call, kw, 0)
+        return arg.value if arg is not None else None

@@ -1,0 +1,221 @@
+"""Which function a callable expression is, and which code runs inside a `tf.function`.
+
+A def runs as a tf.function when it is decorated with `tf.function` (with or without arguments), wrapped by
+`tf.function(fn)` anywhere in the file, is a Keras `train_step`/`test_step`/`predict_step` override, is the step
+function given to `strategy.run(...)` inside a tf.function, or is called (transitively) from one of those in the
+same file.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Optional, Union
+
+import libcst as cst
+
+from .index import Index
+from .names import Names, get_arg
+
+FunctionLike = Union[cst.FunctionDef, cst.Lambda]
+
+TF_FUNCTION_NAMES = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
+PARTIAL_NAMES = frozenset({"functools.partial"})
+KERAS_STEP_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+
+
+class Functions:
+    def __init__(self, index: Index, names: Names) -> None:
+        self.index = index
+        self.names = names
+        self._calls_by_function: Optional[dict[int, list[cst.Call]]] = None
+        self._tf_functions: Optional[dict[int, str]] = None
+
+    # -- callables ---------------------------------------------------------------------------------------
+    def resolve_callable(self, expr: cst.BaseExpression, _depth: int = 0) -> Optional[FunctionLike]:
+        """The same-file def or lambda an expression refers to: a lambda, a (local or module) def, a name
+        bound to a lambda, `functools.partial(f, ...)`, `tf.function(f)`, or `self.method`."""
+        if _depth > 10:
+            return None
+        if isinstance(expr, cst.Lambda):
+            return expr
+        if isinstance(expr, cst.Call):
+            q = self.names.call_name(expr)
+            if q in PARTIAL_NAMES or q in TF_FUNCTION_NAMES:
+                first = get_arg(expr, "func", 0)
+                if first is not None:
+                    return self.resolve_callable(first.value, _depth + 1)
+            return None
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is None:
+                return None
+            if b.kind == "def" and isinstance(b.node, cst.FunctionDef):
+                return b.node
+            if b.kind in ("assign", "annassign") and b.value is not None and b.value is not expr:
+                return self.resolve_callable(b.value, _depth + 1)
+            return None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+            cls = self.index.enclosing_class(expr)
+            if cls is not None:
+                return self.method(cls, expr.attr.value)
+        return None
+
+    def method(self, cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+        found = None
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                found = stmt
+        return found
+
+    # -- calls inside functions -----------------------------------------------------------------------------
+    def calls_in(self, fn: FunctionLike) -> list[cst.Call]:
+        """Calls lexically inside `fn` (not inside nested defs/lambdas, which are functions of their own)."""
+        if self._calls_by_function is None:
+            groups: dict[int, list[cst.Call]] = defaultdict(list)
+            for call in self.index.nodes(cst.Call):
+                owner = self.owner(call)
+                if owner is not None:
+                    groups[id(owner)].append(call)
+            self._calls_by_function = groups
+        return self._calls_by_function.get(id(fn), [])
+
+    def owner(self, node: cst.CSTNode) -> Optional[FunctionLike]:
+        """The innermost def or lambda whose body contains `node`."""
+        child = node
+        for a in self.index.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda)) and child is a.body:
+                return a
+            child = a
+        return None
+
+    def callees(self, fn: FunctionLike) -> list[FunctionLike]:
+        out: list[FunctionLike] = []
+        seen: set[int] = set()
+        for call in self.calls_in(fn):
+            target = self.resolve_callable(call.func)
+            if target is not None and target is not fn and id(target) not in seen:
+                seen.add(id(target))
+                out.append(target)
+        return out
+
+    def body_nodes(self, fn: FunctionLike, typ: type) -> list:
+        """Nodes of `typ` inside `fn`'s body, nested defs included."""
+        return [n for n in self.index.nodes(typ) if self.is_inside(n, fn)]
+
+    def is_inside(self, node: cst.CSTNode, fn: cst.CSTNode) -> bool:
+        for a in self.index.ancestors(node):
+            if a is fn:
+                return True
+        return False
+
+    # -- tf.function ---------------------------------------------------------------------------------------
+    def decorator_is_tf_function(self, dec: cst.Decorator) -> bool:
+        expr = dec.decorator
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        return self.names.qualified_name(expr) in TF_FUNCTION_NAMES
+
+    def tf_function_decorator(self, fn: cst.FunctionDef) -> Optional[cst.Decorator]:
+        for dec in fn.decorators:
+            if self.decorator_is_tf_function(dec):
+                return dec
+        return None
+
+    def tf_functions(self) -> dict[int, str]:
+        """id(def or lambda) -> why it runs as a tf.function ('decorated', 'wrapped', 'keras-step',
+        'strategy-run', 'called')."""
+        if self._tf_functions is not None:
+            return self._tf_functions
+        found: dict[int, str] = {}
+        by_id: dict[int, FunctionLike] = {}
+        for fn in self.index.functions:
+            if self.tf_function_decorator(fn) is not None:
+                found[id(fn)] = "decorated"
+                by_id[id(fn)] = fn
+            elif fn.name.value in KERAS_STEP_METHODS:
+                cls = self.index.parent(self.index.parent(fn) or fn)
+                if isinstance(cls, cst.ClassDef) and self._is_keras_class(cls):
+                    found[id(fn)] = "keras-step"
+                    by_id[id(fn)] = fn
+        for call in self.index.nodes(cst.Call):
+            if self.names.call_name(call) in TF_FUNCTION_NAMES:
+                first = get_arg(call, "func", 0)
+                target = self.resolve_callable(first.value) if first is not None else None
+                if target is not None and id(target) not in found:
+                    found[id(target)] = "wrapped"
+                    by_id[id(target)] = target
+        # Close over same-file calls, and over strategy.run(step_fn) inside tf.functions.
+        work = list(by_id.values())
+        while work:
+            fn = work.pop()
+            for call in self.calls_in(fn):
+                targets: list[tuple[FunctionLike, str]] = []
+                t = self.resolve_callable(call.func)
+                if t is not None:
+                    targets.append((t, "called"))
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("run", "experimental_run_v2"):
+                    first = get_arg(call, "fn", 0)
+                    if first is not None and self._looks_like_strategy(call.func.value):
+                        st = self.resolve_callable(first.value)
+                        if st is not None:
+                            targets.append((st, "strategy-run"))
+                for target, why in targets:
+                    if id(target) not in found:
+                        found[id(target)] = why
+                        by_id[id(target)] = target
+                        work.append(target)
+        self._tf_functions = found
+        return found
+
+    def is_tf_function(self, fn: cst.CSTNode) -> bool:
+        return id(fn) in self.tf_functions()
+
+    def tf_function_of(self, node: cst.CSTNode) -> Optional[FunctionLike]:
+        """The innermost enclosing def/lambda that runs as a tf.function (a def nested in a tf.function and
+        called there counts through the same-file call closure)."""
+        tf_fns = self.tf_functions()
+        child = node
+        for a in self.index.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda)) and child is a.body:
+                if id(a) in tf_fns:
+                    return a
+            child = a
+        return None
+
+    def in_tf_function(self, node: cst.CSTNode) -> bool:
+        return self.tf_function_of(node) is not None
+
+    def _is_keras_class(self, cls: cst.ClassDef, depth: int = 0) -> bool:
+        if depth > 5:
+            return False
+        for base in cls.bases:
+            q = self.names.qualified_name(base.value)
+            if q and q.startswith("keras."):
+                return True
+            if isinstance(base.value, cst.Name):
+                b = self.index.lookup(base.value.value, base.value)
+                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
+                    if self._is_keras_class(b.node, depth + 1):
+                        return True
+        return False
+
+    def is_keras_class(self, cls: cst.ClassDef) -> bool:
+        return self._is_keras_class(cls)
+
+    def _looks_like_strategy(self, expr: cst.BaseExpression) -> bool:
+        q = self.names.qualified_name(expr)
+        if q and q.startswith("tensorflow.distribute."):
+            return True
+        name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+        if "strategy" in name.lower():
+            return True
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and isinstance(b.value, cst.Call):
+                cq = self.names.call_name(b.value)
+                return bool(cq and cq.startswith("tensorflow.distribute."))
+        return False
+
+    def iter_params(self, fn: FunctionLike) -> Iterable[cst.Param]:
+        from .index import all_params
+
+        return all_params(fn.params)

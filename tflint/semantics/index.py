@@ -1,0 +1,317 @@
+"""One traversal of a libcst module that every rule shares.
+
+The index records, in a single walk and without libcst's costly scope/qualified-name metadata providers:
+parents of every node, nodes by type in source order, the order of statements, and per-scope bindings
+(imports, assignments, defs, parameters, loop targets). `tflint.semantics.names` resolves names through it.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Union
+
+import libcst as cst
+
+ScopeNode = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
+
+STATEMENT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
+
+
+@dataclass
+class Binding:
+    name: str
+    kind: str  # import | assign | annassign | augassign | def | class | param | for | with | except | unpack | other
+    order: int  # ordinal of the statement that binds (params: the def's ordinal)
+    node: cst.CSTNode  # the statement, def, class or param that binds
+    value: Optional[cst.BaseExpression] = None  # assigned value; for `for`, the iterable; for unpacking, the whole value
+    qualified: Optional[str] = None  # for imports: the dotted name bound
+    index: Optional[int] = None  # for tuple unpacking: position in the target tuple
+    scope: Optional[ScopeNode] = None
+
+
+@dataclass
+class Scope:
+    node: ScopeNode
+    parent: Optional["Scope"]
+    bindings: dict[str, list[Binding]] = field(default_factory=lambda: defaultdict(list))
+
+
+class Index(cst.CSTVisitor):
+    """Walks a module once. Use `Index.build(module)`."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__()
+        self.module = module
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.stmt_order: dict[int, int] = {}
+        self.scopes: dict[int, Scope] = {}
+        self.functions: list[cst.FunctionDef] = []
+        self._stack: list[cst.CSTNode] = []
+        self._scope_stack: list[Scope] = []
+        self._order = 0
+
+    @classmethod
+    def build(cls, module: cst.Module) -> "Index":
+        index = cls(module)
+        module.visit(index)
+        return index
+
+    # -- traversal ---------------------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        stack = self._stack
+        if stack:
+            self.parents[id(node)] = stack[-1]
+        stack.append(node)
+        self.by_type[type(node)].append(node)
+        if isinstance(node, STATEMENT_TYPES):
+            self._order += 1
+            self.stmt_order[id(node)] = self._order
+        t = type(node)
+        if t is cst.Module:
+            self._push_scope(node)
+        elif t is cst.FunctionDef:
+            self.functions.append(node)
+            self._bind(node.name.value, "def", node)
+            # Decorators and defaults are evaluated in the enclosing scope: walk them before pushing.
+            for d in node.decorators:
+                d.visit(self)
+            node.params.visit(self)
+            if node.returns is not None:
+                node.returns.visit(self)
+            self._push_scope(node)
+            for p in _all_params(node.params):
+                self._bind(p.name.value, "param", p)
+            node.body.visit(self)
+            self._pop_scope()
+            return False
+        elif t is cst.Lambda:
+            node.params.visit(self)
+            self._push_scope(node)
+            for p in _all_params(node.params):
+                self._bind(p.name.value, "param", p)
+            node.body.visit(self)
+            self._pop_scope()
+            return False
+        elif t is cst.ClassDef:
+            self._bind(node.name.value, "class", node)
+            for d in node.decorators:
+                d.visit(self)
+            for a in node.bases:
+                a.visit(self)
+            for a in node.keywords:
+                a.visit(self)
+            self._push_scope(node)
+            node.body.visit(self)
+            self._pop_scope()
+            return False
+        elif t is cst.Import:
+            for alias in node.names:
+                dotted = _dotted(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self._bind(alias.asname.name.value, "import", node, qualified=dotted)
+                else:
+                    root = dotted.split(".")[0]
+                    self._bind(root, "import", node, qualified=root)
+        elif t is cst.ImportFrom:
+            if node.relative or node.module is None:
+                base = None
+            else:
+                base = _dotted(node.module)
+            if not isinstance(node.names, cst.ImportStar):
+                for alias in node.names:
+                    name = _dotted(alias.name)
+                    local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+                    self._bind(local, "import", node, qualified=f"{base}.{name}" if base else None)
+        elif t is cst.Assign:
+            for target in node.targets:
+                self._bind_target(target.target, "assign", node, node.value)
+        elif t is cst.AnnAssign:
+            self._bind_target(node.target, "annassign", node, node.value)
+        elif t is cst.AugAssign:
+            self._bind_target(node.target, "augassign", node, node)
+        elif t is cst.For:
+            self._bind_target(node.target, "for", node, node.iter)
+        elif t is cst.WithItem:
+            if node.asname is not None:
+                self._bind_target(node.asname.name, "with", self._enclosing_stmt(), node.item)
+        elif t is cst.NamedExpr:
+            self._bind_target(node.target, "assign", self._enclosing_stmt(), node.value)
+        elif t is cst.ExceptHandler:
+            if node.name is not None:
+                self._bind_target(node.name.name, "except", node, None)
+        elif t is cst.CompFor:
+            self._bind_target(node.target, "for", self._enclosing_stmt(), node.iter)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+        if type(original_node) is cst.Module:
+            self._pop_scope()
+
+    # -- scopes and bindings -------------------------------------------------------------------------------
+    def _push_scope(self, node: ScopeNode) -> None:
+        parent = self._scope_stack[-1] if self._scope_stack else None
+        scope = Scope(node, parent)
+        self.scopes[id(node)] = scope
+        self._scope_stack.append(scope)
+
+    def _pop_scope(self) -> None:
+        self._scope_stack.pop()
+
+    def _enclosing_stmt(self) -> cst.CSTNode:
+        for n in reversed(self._stack):
+            if isinstance(n, STATEMENT_TYPES):
+                return n
+        return self._stack[0]
+
+    def _bind(self, name: str, kind: str, node: cst.CSTNode, value=None, qualified=None, index=None) -> None:
+        scope = self._scope_stack[-1]
+        if kind == "param":
+            order = self.stmt_order.get(id(scope.node), 0)
+        else:
+            stmt = node if isinstance(node, STATEMENT_TYPES) else self._enclosing_stmt()
+            order = self.stmt_order.get(id(stmt), self._order)
+        scope.bindings[name].append(
+            Binding(name, kind, order, node, value, qualified, index, scope.node)
+        )
+
+    def _bind_target(self, target: cst.BaseExpression, kind: str, stmt: cst.CSTNode, value) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, kind, stmt, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for i, el in enumerate(target.elements):
+                inner = el.value
+                if isinstance(el, cst.StarredElement):
+                    self._bind_target(inner, "other", stmt, None)
+                elif isinstance(inner, cst.Name):
+                    self._bind(inner.value, "unpack" if kind in ("assign", "for", "with") else kind, stmt, value, index=i)
+                else:
+                    self._bind_target(inner, "other", stmt, None)
+
+    # -- queries -------------------------------------------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        p = self.parents.get(id(node))
+        while p is not None:
+            yield p
+            p = self.parents.get(id(p))
+
+    def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        if isinstance(node, STATEMENT_TYPES):
+            return node
+        for a in self.ancestors(node):
+            if isinstance(a, STATEMENT_TYPES):
+                return a
+        return None
+
+    def order_of(self, node: cst.CSTNode) -> int:
+        stmt = self.statement_of(node)
+        return self.stmt_order.get(id(stmt), 0) if stmt is not None else 0
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        """The scope in which `node` is evaluated (decorators/defaults belong to the enclosing scope)."""
+        child = node
+        for a in self.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda)):
+                if child is a.body or (isinstance(a, cst.Lambda) and child is a.body):
+                    return self.scopes[id(a)]
+            elif isinstance(a, cst.ClassDef):
+                if child is a.body:
+                    return self.scopes[id(a)]
+            elif isinstance(a, cst.Module):
+                return self.scopes[id(a)]
+            child = a
+        return self.scopes[id(self.module)]
+
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        for a in self.ancestors(node):
+            if isinstance(a, cst.FunctionDef):
+                return a
+        return None
+
+    def enclosing_class(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        for a in self.ancestors(node):
+            if isinstance(a, cst.ClassDef):
+                return a
+        return None
+
+    def enclosing_loops(self, node: cst.CSTNode, stop_at_function: bool = True) -> list[cst.CSTNode]:
+        """For/While loops (and comprehensions) around `node`, innermost first, within its function."""
+        loops: list[cst.CSTNode] = []
+        child = node
+        for a in self.ancestors(node):
+            if isinstance(a, (cst.For, cst.While)):
+                # the loop's iterable/test runs once per loop, not per iteration
+                if isinstance(a, cst.For) and child is a.iter:
+                    pass
+                elif isinstance(a, cst.While) and child is a.test:
+                    loops.append(a)
+                elif child is not a.orelse:
+                    loops.append(a)
+            elif isinstance(a, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                loops.append(a)
+            elif stop_at_function and isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            child = a
+        return loops
+
+    def lookup(self, name: str, at: cst.CSTNode) -> Optional[Binding]:
+        """The binding of `name` visible at `at`: the latest earlier binding in the same scope, else the
+        enclosing scopes' (class scopes are skipped for code nested in functions, as Python does)."""
+        scope = self.scope_of(at)
+        order = self.order_of(at)
+        first = True
+        while scope is not None:
+            if first or not isinstance(scope.node, cst.ClassDef):
+                bindings = scope.bindings.get(name)
+                if bindings:
+                    if first:
+                        earlier = [b for b in bindings if b.order < order or (b.kind == "param")]
+                        if earlier:
+                            return earlier[-1]
+                        if not isinstance(scope.node, cst.Module):
+                            # Bound later in this function only: local, unbound at this point
+                            if any(b.kind != "param" for b in bindings):
+                                return None
+                    else:
+                        # Free variable: evaluated when the inner function runs. Take the last binding before the
+                        # inner definition if any, else the only binding.
+                        earlier = [b for b in bindings if b.order < order]
+                        if earlier:
+                            return earlier[-1]
+                        return bindings[-1] if len(bindings) == 1 else None
+            first = False
+            # order of the scope definition in the outer scope
+            order = self.stmt_order.get(id(scope.node), order) if not isinstance(scope.node, cst.Module) else order
+            scope = scope.parent
+        return None
+
+    def module_bindings(self, name: str) -> list[Binding]:
+        return list(self.scopes[id(self.module)].bindings.get(name, ()))
+
+    def nodes(self, typ: type) -> list:
+        return self.by_type.get(typ, [])
+
+
+def _all_params(params: cst.Parameters) -> list[cst.Param]:
+    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    if isinstance(params.star_arg, cst.Param):
+        out.append(params.star_arg)
+    if params.star_kwarg is not None:
+        out.append(params.star_kwarg)
+    return out
+
+
+def all_params(params: cst.Parameters) -> list[cst.Param]:
+    return _all_params(params)
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""

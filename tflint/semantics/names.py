@@ -1,0 +1,183 @@
+"""Qualified-name resolution through imports and aliases (tflint's own, light replacement for libcst's
+QualifiedNameProvider).
+
+`tf.data.Dataset.map` with `import tensorflow as tf` resolves to `tensorflow.data.Dataset.map`;
+`AUTOTUNE = tf.data.AUTOTUNE` makes `AUTOTUNE` resolve to `tensorflow.data.AUTOTUNE`;
+`tf.compat.v2.X` is `tensorflow.X`; `tf.keras.X`, `tf_keras.X` and `keras.X` are all `keras.X`.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Optional
+
+import libcst as cst
+
+from .index import Index
+
+_BUILTINS = frozenset(dir(builtins))
+
+_CANONICAL_PREFIXES = (
+    ("tensorflow.compat.v2.", "tensorflow."),
+    ("tensorflow._api.v2.", "tensorflow."),
+    ("tensorflow.python.keras.", "keras."),
+    ("tensorflow.keras.", "keras."),
+    ("tf_keras.", "keras."),
+    ("keras.src.", "keras."),
+    ("keras._tf_keras.keras.", "keras."),
+)
+_CANONICAL_EXACT = {
+    "tensorflow.compat.v2": "tensorflow",
+    "tensorflow.keras": "keras",
+    "tf_keras": "keras",
+}
+
+TF_ROOTS = frozenset({"tensorflow", "keras", "tensorflow_datasets", "tensorflow_io", "tensorflow_addons"})
+
+
+def canonical(qualified: str) -> str:
+    if qualified in _CANONICAL_EXACT:
+        return _CANONICAL_EXACT[qualified]
+    for old, new in _CANONICAL_PREFIXES:
+        if qualified.startswith(old):
+            return new + qualified[len(old):]
+    return qualified
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` as text, or None if the expression is not a plain dotted name."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = dotted_name(node.value)
+        return f"{inner}.{node.attr.value}" if inner else None
+    return None
+
+
+class Names:
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._cache: dict[int, Optional[str]] = {}
+
+    def qualified_name(self, node: cst.BaseExpression, _depth: int = 0) -> Optional[str]:
+        """The canonical qualified name of a Name/Attribute expression, or None when it is not an import
+        (or an alias of one) or a builtin."""
+        key = id(node)
+        if key in self._cache:
+            return self._cache[key]
+        result = self._resolve(node, _depth)
+        result = canonical(result) if result else None
+        self._cache[key] = result
+        return result
+
+    def _resolve(self, node: cst.BaseExpression, depth: int) -> Optional[str]:
+        if depth > 20:
+            return None
+        if isinstance(node, cst.Attribute):
+            base = self.qualified_name(node.value, depth + 1)
+            return f"{base}.{node.attr.value}" if base else None
+        if isinstance(node, cst.Name):
+            binding = self.index.lookup(node.value, node)
+            if binding is None:
+                if node.value in _BUILTINS and not self.index.module_bindings(node.value):
+                    return f"builtins.{node.value}"
+                return None
+            if binding.kind == "import":
+                return binding.qualified
+            if binding.kind in ("assign", "annassign") and isinstance(binding.value, (cst.Name, cst.Attribute)):
+                if binding.value is node:
+                    return None
+                return self.qualified_name(binding.value, depth + 1)
+            return None
+        return None
+
+    def call_name(self, call: cst.Call) -> Optional[str]:
+        """Qualified name of the function a call calls, if it resolves."""
+        return self.qualified_name(call.func)
+
+    def is_tf(self, qualified: Optional[str]) -> bool:
+        return bool(qualified) and qualified.split(".", 1)[0] in TF_ROOTS
+
+    def file_imports_tf(self) -> bool:
+        for b in self.index.scopes[id(self.index.module)].bindings.values():
+            for x in b:
+                if x.kind == "import" and x.qualified and self.is_tf(canonical(x.qualified)):
+                    return True
+        return False
+
+    def alias_for(self, qualified: str, at: Optional[cst.CSTNode] = None) -> Optional[str]:
+        """How this file spells `qualified` (e.g. `tf.data.AUTOTUNE` or an existing `AUTOTUNE` name):
+        the shortest module-level spelling that resolves to it, or None when no import allows it."""
+        target = canonical(qualified)
+        best: Optional[str] = None
+        module_scope = self.index.scopes[id(self.index.module)]
+        for name, bindings in module_scope.bindings.items():
+            b = bindings[-1]
+            q: Optional[str] = None
+            if b.kind == "import":
+                q = canonical(b.qualified) if b.qualified else None
+            elif b.kind == "assign" and isinstance(b.value, (cst.Name, cst.Attribute)) and len(bindings) == 1:
+                q = self.qualified_name(b.value)
+            if not q:
+                continue
+            if target == q:
+                cand = name
+            elif target.startswith(q + "."):
+                cand = name + target[len(q):]
+            else:
+                continue
+            if best is None or cand.count(".") < best.count(".") or (
+                cand.count(".") == best.count(".") and len(cand) < len(best)
+            ):
+                best = cand
+        return best
+
+
+def literal_value(node: cst.BaseExpression):
+    """A Python literal's value (numbers, strings, True/False/None, negative numbers), else a sentinel."""
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return NOT_LITERAL
+    if isinstance(node, cst.Float):
+        return float(node.value.replace("_", ""))
+    if isinstance(node, cst.SimpleString):
+        try:
+            return node.evaluated_value
+        except Exception:
+            return NOT_LITERAL
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        v = literal_value(node.expression)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v
+    return NOT_LITERAL
+
+
+class _NotLiteral:
+    def __repr__(self) -> str:
+        return "NOT_LITERAL"
+
+
+NOT_LITERAL = _NotLiteral()
+
+
+def get_arg(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.Arg]:
+    """The argument passed as `keyword=` or at `position` (0-based among positional args)."""
+    pos = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg
+        elif arg.star:
+            continue
+        else:
+            if position is not None and pos == position:
+                return arg
+            pos += 1
+    return None
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(a.star for a in call.args)
