@@ -57,9 +57,15 @@ def add_keyword_arg(call: cst.Call, keyword: str, value: Union[str, cst.BaseExpr
     last = args[-1]
     if isinstance(last.comma, cst.Comma):
         # trailing comma: the new arg goes after it, laid out as the previous ones are
-        ws_before_first = call.whitespace_before_args
+        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
+            between = args[-2].comma.whitespace_after
+        else:
+            between = call.whitespace_before_args
+            if isinstance(between, cst.ParenthesizedWhitespace):
+                # same layout as before the first argument, without the comment that may follow `(`
+                between = between.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
         new_comma = last.comma
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=ws_before_first))
+        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))
         args.append(new_arg.with_changes(comma=new_comma))
     else:
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
