@@ -40,6 +40,7 @@ class Settings:
     unsafe_fixes: bool = False
     prefilter: bool = True
     extra_hints: tuple[str, ...] = ()
+    dataset_functions: tuple[str, ...] = ()  # from config and `dataset-function` pattern entries
 
     @classmethod
     def create(
@@ -55,10 +56,16 @@ class Settings:
         config = config or Config()
         sel = list(select) if select is not None else config.select
         selected = registry.select(sel, [*config.ignore, *ignore], [*config.extend_select, *extend_select])
-        hints = tuple(q.split(".")[0] for q in config.dataset_functions)
+        dataset_functions = list(config.dataset_functions)
+        hints = ()
         for meta in registry:
-            if meta.pattern and meta.code in selected:
-                hints += tuple(_pattern_roots(meta.pattern))
+            if meta.pattern:
+                from .checks.declarative import dataset_functions as declared
+
+                dataset_functions += declared(meta.pattern)
+                if meta.code in selected:
+                    hints += tuple(_pattern_roots(meta.pattern))
+        hints += tuple(q.split(".")[0] for q in dataset_functions)
         return cls(
             registry=registry,
             config=config,
@@ -67,6 +74,7 @@ class Settings:
             unsafe_fixes=config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes,
             prefilter=prefilter,
             extra_hints=hints,
+            dataset_functions=tuple(dataset_functions),
         )
 
     def codes_for(self, path: Optional[str]) -> set[str]:
@@ -188,18 +196,25 @@ def check_text(text: str, path: str, settings: Settings) -> CheckResult:
 def _check_module(text: str, path: str, module: cst.Module, settings: Settings, codes: set[str]) -> CheckResult:
     errors: list[str] = []
     try:
-        sem = Semantics(module, settings.config.dataset_functions)
+        sem = Semantics(module, settings.dataset_functions)
     except RecursionError:
         f = syntax_error_finding(path, "SyntaxError: too deeply nested to analyse", 1, 0, text)
         return CheckResult([f] if SYNTAX_ERROR in codes else [])
     ctx = FileContext(path, text, module, sem, settings)
     for code in sorted(codes):
         meta = settings.registry.rules.get(code)
-        if meta is None or meta.check is None:
+        if meta is None:
+            continue
+        check_cls = meta.check
+        if check_cls is None and meta.pattern:
+            from .checks.declarative import DeclarativeCheck
+
+            check_cls = DeclarativeCheck
+        if check_cls is None:
             continue
         try:
-            check = meta.check(ctx, meta)
-            for attr, typ in _visit_methods(meta.check):
+            check = check_cls(ctx, meta)
+            for attr, typ in _visit_methods(check_cls):
                 method = getattr(check, attr)
                 for node in sem.index.nodes(typ):
                     method(node)

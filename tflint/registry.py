@@ -92,6 +92,14 @@ def meta_from_yaml(data: dict[str, Any], path: Optional[Path]) -> RuleMeta:
     for f in fix_t:
         if f not in FIX_KINDS:
             raise RegistryError(f"{where}: `fix` must be one of {', '.join(FIX_KINDS)} (or a list of them), not {f!r}")
+    pattern = data.get("pattern")
+    if pattern is not None:
+        from .checks.declarative import PatternError, validate_entries
+
+        try:
+            validate_entries(pattern)
+        except PatternError as exc:
+            raise RegistryError(f"{where}: {exc}") from None
     return RuleMeta(
         code=data["code"],
         name=data["name"],

@@ -116,7 +116,10 @@ class Names:
             if b.kind == "import":
                 q = canonical(b.qualified) if b.qualified else None
             elif b.kind == "assign" and isinstance(b.value, (cst.Name, cst.Attribute)) and len(bindings) == 1:
+                # an alias counts only when it is named after what it holds (`AUTOTUNE = tf.data.AUTOTUNE`)
                 q = self.qualified_name(b.value)
+                if q is not None and q.rsplit(".", 1)[-1] != name:
+                    q = None
             if not q:
                 continue
             if target == q:
