@@ -1,0 +1,535 @@
+"""`tflint verify`: apply tflint's own fixes to a file, then show that the fixed code computes the same thing and
+measure whether it is faster, A/B interleaved in separate child processes.
+
+    tflint verify FILE::FACTORY [--rule CODES] [--json] [--timeout S] [--budget S]
+    tflint verify FOLDER        # every bench pair in it (files with a `make` factory), one table
+
+For each pair: the selected rules' fixes (unsafe included) are applied in memory; when a rule has no applicable
+fix (display-only or none), a `FACTORY_fixed` function in the same file is taken as the documented manual fix.
+When several rules fix the file, each rule's fix is verified on its own, then all together.
+
+A module can tune its verification with a literal dict (read statically, never executed by this process):
+
+    __tflint_verify__ = {"mode": "cold", "rtol": 1e-4, "atol": 1e-5}
+
+`mode` is "steady" (default: the factory is called once, the untimed warm-up traces, trials repeat the
+workload) or "cold" (every run calls the factory anew, so tracing and function creation are part of the cost:
+for retracing and trace-time fixes); a list of modes measures each (the first decides the verdict).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pickle
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from . import bench
+from .bench import FASTER, INCONCLUSIVE, SAME, SLOWER, Worker, WorkerError
+
+EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+DEFAULT_FACTORY = "make"
+# fixes that overlap work (wall time decides); the others remove work, so CPU time is reported as evidence too
+OVERLAP_RULES = {"TFL101", "TFL102", "TFL103", "TFL108", "TFL109"}
+
+
+# ================================================================================================================
+# progress display
+# ================================================================================================================
+class Progress:
+    """One status line on stderr, rewritten in place; silent when stderr is not a terminal or with --json."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._last = 0.0
+        self._shown = False
+
+    def update(self, text: str, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 120
+        try:
+            width = os.get_terminal_size(sys.stderr.fileno()).columns - 1
+        except OSError:
+            pass
+        sys.stderr.write("\r\033[K" + text[:width])
+        sys.stderr.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self.enabled and self._shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self._shown = False
+
+
+# ================================================================================================================
+# results
+# ================================================================================================================
+@dataclass
+class Measurement:
+    mode: str
+    static_optimizations: bool
+    pairs: list[tuple[float, float]] = field(default_factory=list)  # per-run wall seconds (before, after)
+    cpu_pairs: list[tuple[float, float]] = field(default_factory=list)
+    items: tuple[float, float] = (0.0, 0.0)  # items (elements or calls) per run
+    runs: tuple[int, int] = (0, 0)
+    seconds: float = 0.0
+
+    @property
+    def summary(self) -> Optional[bench.Summary]:
+        return bench.summarize(bench.ratios_of(self.pairs))
+
+    @property
+    def cpu_summary(self) -> Optional[bench.Summary]:
+        return bench.summarize(bench.ratios_of(self.cpu_pairs))
+
+    @property
+    def verdict(self) -> str:
+        return bench.verdict(self.summary)
+
+    def throughput(self, side: int) -> Optional[float]:
+        if not self.pairs:
+            return None
+        t = bench.median([p[side] for p in self.pairs])
+        return self.items[side] / t if t > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        s, c = self.summary, self.cpu_summary
+        return {
+            "mode": self.mode,
+            "static_optimizations": self.static_optimizations,
+            "verdict": self.verdict,
+            "speedup": s.to_json() if s else None,
+            "cpu_speedup": c.to_json() if c else None,
+            "before": {"seconds_per_run": bench.median([p[0] for p in self.pairs]) if self.pairs else None,
+                       "throughput": self.throughput(0), "runs_per_trial": self.runs[0]},
+            "after": {"seconds_per_run": bench.median([p[1] for p in self.pairs]) if self.pairs else None,
+                      "throughput": self.throughput(1), "runs_per_trial": self.runs[1]},
+            "trials": len(self.pairs),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+@dataclass
+class VariantResult:
+    file: str
+    factory: str
+    codes: list[str]
+    names: list[str]
+    fix: str  # "tflint" or "manual"
+    fixes_applied: int = 0
+    equivalence: Optional[bench.Equivalence] = None
+    kind: str = ""  # "dataset" or "function"
+    unit: str = ""
+    device: dict[str, Any] = field(default_factory=dict)
+    measurements: list[Measurement] = field(default_factory=list)
+    error: str = ""
+    note: str = ""
+    status: str = "ok"  # ok, error, pending (no fix to verify)
+
+    @property
+    def primary(self) -> Optional[Measurement]:
+        return self.measurements[0] if self.measurements else None
+
+    @property
+    def opts_off(self) -> Optional[Measurement]:
+        return next((m for m in self.measurements if not m.static_optimizations), None)
+
+    @property
+    def failed(self) -> bool:
+        if self.equivalence is not None and not self.equivalence.ok:
+            return True
+        return any(m.verdict == SLOWER for m in self.measurements if m.static_optimizations)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "factory": self.factory,
+            "rules": [{"code": c, "name": n} for c, n in zip(self.codes, self.names)],
+            "fix": self.fix,
+            "fixes_applied": self.fixes_applied,
+            "status": self.status,
+            "error": self.error or None,
+            "note": self.note or None,
+            "kind": self.kind or None,
+            "unit": self.unit or None,
+            "device": self.device or None,
+            "equivalence": self.equivalence.to_json() if self.equivalence else None,
+            "verdict": self.primary.verdict if self.primary else None,
+            "failed": self.failed,
+            "measurements": [m.to_json() for m in self.measurements],
+        }
+
+
+# ================================================================================================================
+# targets and fixes
+# ================================================================================================================
+@dataclass
+class Target:
+    path: Path
+    factory: str
+    codes: Optional[list[str]]  # rules selected (None: the configured selection)
+
+
+def module_options(text: str) -> dict[str, Any]:
+    """The literal `__tflint_verify__ = {...}` dict of a module, read statically (never executed here)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__tflint_verify__" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return {}
+            return value if isinstance(value, dict) else {}
+    return {}
+
+
+def has_function(text: str, name: str) -> bool:
+    return re.search(rf"^def {re.escape(name)}\s*\(", text, re.M) is not None
+
+
+def discover(target: str, rule_args: list[str], registry) -> list[Target]:
+    """FILE::FACTORY, or a folder: every `*.py` in it with a top-level `make` (the file's stem, when it names a
+    rule, selects that rule)."""
+    if "::" in target:
+        file, _, name = target.rpartition("::")
+        path = Path(file)
+        if not path.is_file():
+            raise ValueError(f"{file}: no such file")
+        if not name.isidentifier():
+            raise ValueError(f"expected FILE::FACTORY, got {target!r}")
+        return [Target(path, name, _resolve_codes(rule_args, registry))]
+    path = Path(target)
+    if path.is_file():
+        raise ValueError(f"expected FILE::FACTORY (e.g. {target}::{DEFAULT_FACTORY}) or a folder of bench pairs")
+    if not path.is_dir():
+        raise ValueError(f"{target}: no such file or folder")
+    out = []
+    for f in sorted(path.glob("*.py")):
+        if f.name.startswith("_"):
+            continue
+        text = f.read_text(encoding="utf-8")
+        if not has_function(text, DEFAULT_FACTORY):
+            continue
+        codes = _resolve_codes(rule_args, registry)
+        if codes is None and registry.get(f.stem) is not None:
+            codes = [registry.get(f.stem).code]
+        out.append(Target(f, DEFAULT_FACTORY, codes))
+    if not out:
+        raise ValueError(f"{target}: no bench pairs (files with a top-level `def {DEFAULT_FACTORY}()`)")
+    return out
+
+
+def _resolve_codes(rule_args: list[str], registry) -> Optional[list[str]]:
+    if not rule_args:
+        return None
+    codes: set[str] = set()
+    for r in rule_args:
+        codes |= registry.resolve(r)
+    return sorted(codes)
+
+
+@dataclass
+class Variant:
+    codes: list[str]
+    text: str
+    factory: str
+    fix: str
+    applied: int
+
+
+def plan_variants(t: Target, text: str, registry, config) -> tuple[list[Variant], list[str], list[str]]:
+    """The fixed versions to verify, the codes that fire in the file, and messages (refused fixes ...)."""
+    from ..engine import Settings, check_text, fix_text
+
+    settings = Settings.create(registry, config, select=t.codes, unsafe_fixes=True)
+    path = str(t.path)
+    fired = sorted({f.code for f in check_text(text, path, settings).findings if f.code in settings.selected})
+    result = fix_text(text, path, settings)
+    messages = list(result.messages)
+    applied = sorted(result.applied_by_code)
+    variants: list[Variant] = []
+    if len(applied) > 1:
+        for code in applied:
+            one = fix_text(text, path, Settings.create(registry, config, select=[code], unsafe_fixes=True))
+            if one.applied:
+                variants.append(Variant([code], one.text, t.factory, "tflint", one.applied))
+    if applied:
+        variants.append(Variant(applied, result.text, t.factory, "tflint", result.applied))
+    elif has_function(text, t.factory + "_fixed"):
+        codes = fired or list(t.codes or [])
+        variants.append(Variant(codes, text, t.factory + "_fixed", "manual", 0))
+    return variants, fired, messages
+
+
+# ================================================================================================================
+# one pair
+# ================================================================================================================
+class PairRunner:
+    def __init__(self, t: Target, text: str, variant: Variant, registry, timeout: float, budget: float,
+                 progress: Progress) -> None:
+        self.t, self.text, self.v, self.registry = t, text, variant, registry
+        self.timeout, self.budget, self.progress = timeout, budget, progress
+        self.opts = module_options(text)
+        self.label = f"{t.path.name}::{t.factory} [{', '.join(variant.codes) or 'manual'}]"
+
+    def _ordered(self) -> bool:
+        for c in self.v.codes:
+            meta = self.registry.get(c)
+            if meta is not None and meta.raw.get("order-changing"):
+                return False
+        return True
+
+    def run(self) -> VariantResult:
+        names = [self.registry.get(c).name if self.registry.get(c) else c for c in self.v.codes]
+        res = VariantResult(str(self.t.path), self.t.factory, list(self.v.codes), names, self.v.fix, self.v.applied)
+        if self.v.fix == "manual":
+            res.note = f"display-only/no fix: the after side is the documented manual fix `{self.v.factory}`"
+        modes = self.opts.get("mode", "steady")
+        modes = [modes] if isinstance(modes, str) else list(modes)
+        rtol = float(self.opts.get("rtol", bench.DEFAULT_RTOL))
+        atol = float(self.opts.get("atol", bench.DEFAULT_ATOL))
+        with tempfile.TemporaryDirectory(prefix="tflint-verify-") as tmp:
+            src_a, src_b = Path(tmp) / "before.py", Path(tmp) / "after.py"
+            src_a.write_text(self.text, encoding="utf-8")
+            src_b.write_text(self.v.text, encoding="utf-8")
+            a = Worker("original", self.timeout)
+            b = Worker("fixed", self.timeout)
+            try:
+                self.progress.update(f"{self.label}: starting two workers (importing TensorFlow)", force=True)
+                a.start(), b.start()
+                for w, src, fac in ((a, src_a, self.t.factory), (b, src_b, self.v.factory)):
+                    w.send({"cmd": "load", "path": str(self.t.path), "source_file": str(src), "factory": fac,
+                            "mode": modes[0], "seed": 0})
+                ra = a.receive({"cmd": "load"})
+                b.receive({"cmd": "load"})
+                res.device = ra["device"]
+                # equivalence
+                self.progress.update(f"{self.label}: checking equivalence", force=True)
+                outs = []
+                for w, name in ((a, "a"), (b, "b")):
+                    w.send({"cmd": "outputs", "out": str(Path(tmp) / f"{name}.pkl"), "max_items": bench.MAX_ELEMENTS})
+                infos = [a.receive({"cmd": "outputs"}), b.receive({"cmd": "outputs"})]
+                for name in ("a", "b"):
+                    with open(Path(tmp) / f"{name}.pkl", "rb") as fh:
+                        outs.append(pickle.load(fh))
+                res.kind = infos[0].get("kind") or ""
+                res.unit = "el/s" if res.kind == "dataset" else "calls/s"
+                res.equivalence = bench.compare_outputs(outs[0], outs[1], ordered=self._ordered(), rtol=rtol, atol=atol)
+                if not res.equivalence.ok:
+                    return res  # no point timing a fix that computes something else
+                for i, mode in enumerate(modes):
+                    if i:
+                        for w in (a, b):
+                            w.send({"cmd": "mode", "mode": mode})
+                        a.receive({"cmd": "mode"}), b.receive({"cmd": "mode"})
+                    res.measurements.append(self.measure(a, b, mode, True, self.budget))
+                first = res.measurements[0]
+                s = first.summary
+                if self._uses_tf_data(res.kind) and (s is None or s.median < bench.NOISE):
+                    for w in (a, b):
+                        w.send({"cmd": "options", "static_optimizations": False})
+                    a.receive({"cmd": "options"}), b.receive({"cmd": "options"})
+                    res.measurements.append(self.measure(a, b, modes[0], False, self.budget / 2))
+            except WorkerError as exc:
+                res.status = "error"
+                res.error = str(exc)
+            finally:
+                a.close()
+                b.close()
+        return res
+
+    def _uses_tf_data(self, kind: str) -> bool:
+        return kind == "dataset" or bool(re.search(r"\bDataset\b|TFRecordDataset|TextLineDataset", self.text))
+
+    def measure(self, a: Worker, b: Worker, mode: str, static_opts: bool, budget: float) -> Measurement:
+        m = Measurement(mode, static_opts)
+        tag = "" if static_opts else " (static tf.data optimizations off)"
+        self.progress.update(f"{self.label}: warming up{tag}", force=True)
+        wa = a.request({"cmd": "warmup"})
+        wb = b.request({"cmd": "warmup"})
+        runs_a, runs_b = bench.runs_for(wa["wall"]), bench.runs_for(wb["wall"])
+        m.runs = (runs_a, runs_b)
+        m.items = (float(wa["items"]), float(wb["items"]))
+        start = time.monotonic()
+        ratios: list[float] = []
+        last_pair = 0.0
+        while not bench.enough_pairs(ratios):
+            elapsed = time.monotonic() - start
+            n = len(m.pairs)
+            if n >= bench.MIN_PAIRS and elapsed + last_pair > budget:
+                break
+            if n < bench.MIN_PAIRS and n and elapsed + last_pair > 3 * budget:
+                break  # a pair so slow that even the minimum does not fit: inconclusive
+            t0 = time.monotonic()
+            order = ((a, runs_a, 0), (b, runs_b, 1)) if n % 2 == 0 else ((b, runs_b, 1), (a, runs_a, 0))
+            got: dict[int, dict[str, Any]] = {}
+            for w, runs, side in order:  # A and B alternate which goes first (ABBA), one at a time
+                got[side] = w.request({"cmd": "trial", "runs": runs})
+            pa, pb = got[0], got[1]
+            m.pairs.append((pa["wall"] / pa["runs"], pb["wall"] / pb["runs"]))
+            m.cpu_pairs.append((pa["cpu"] / pa["runs"], pb["cpu"] / pb["runs"]))
+            m.items = (pa["items"] / pa["runs"], pb["items"] / pb["runs"])
+            ratios = bench.ratios_of(m.pairs)
+            last_pair = time.monotonic() - t0
+            s = bench.summarize(ratios)
+            if s:
+                self.progress.update(
+                    f"{self.label}{tag}: pair {len(ratios)}  median {s.median:.2f}x  "
+                    f"IQR {s.q1:.2f}-{s.q3:.2f}  {time.monotonic() - start:.0f}/{budget:.0f} s"
+                )
+        m.seconds = time.monotonic() - start
+        return m
+
+
+# ================================================================================================================
+# rendering
+# ================================================================================================================
+def _fmt_rate(x: Optional[float], unit: str) -> str:
+    if x is None:
+        return "-"
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if x >= div:
+            return f"{x / div:.1f}{suffix} {unit}"
+    return f"{x:.3g} {unit}"
+
+
+def _fmt_speed(s: Optional[bench.Summary]) -> str:
+    if s is None:
+        return "-"
+    return f"{s.median:.2f}x ({s.q1:.2f}-{s.q3:.2f})"
+
+
+def _equiv_cell(e: Optional[bench.Equivalence]) -> str:
+    if e is None:
+        return "-"
+    return {"equivalent": "yes" if e.ordered else "yes (multiset)", "not equivalent": "NO",
+            "not comparable": "random", "no outputs": "no outputs"}.get(e.status, e.status)
+
+
+def render_table(results: list[VariantResult], pending: list[tuple[Target, list[str]]]) -> str:
+    rows = [("pair", "rule", "fix", "equal", "before", "after", "speedup (IQR)", "trials", "CPU", "verdict",
+             "static opts off")]
+    for r in results:
+        m = r.primary
+        off = r.opts_off
+        pair = Path(r.file).stem + ("" if r.factory == DEFAULT_FACTORY else f"::{r.factory}")
+        if m is not None and m.mode != "steady":
+            pair += f" [{m.mode}]"
+        rows.append((
+            pair,
+            ",".join(r.codes) or "-",
+            r.fix,
+            _equiv_cell(r.equivalence) if r.status == "ok" else "-",
+            _fmt_rate(m.throughput(0), r.unit) if m else "-",
+            _fmt_rate(m.throughput(1), r.unit) if m else "-",
+            _fmt_speed(m.summary) if m else "-",
+            str(len(m.pairs)) if m else "-",
+            f"{m.cpu_summary.median:.2f}x" if m and m.cpu_summary else "-",
+            (m.verdict if m else ("ERROR" if r.status == "error" else "not timed")),
+            (f"{off.summary.median:.2f}x {off.verdict}" if off and off.summary else "-"),
+        ))
+        for extra in r.measurements[1:]:
+            if extra.static_optimizations:
+                rows.append((f"  [{extra.mode}]", "", "", "", _fmt_rate(extra.throughput(0), r.unit),
+                             _fmt_rate(extra.throughput(1), r.unit), _fmt_speed(extra.summary), str(len(extra.pairs)),
+                             f"{extra.cpu_summary.median:.2f}x" if extra.cpu_summary else "-", extra.verdict, ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = []
+    for r in results:
+        where = f"{Path(r.file).name}::{r.factory} [{','.join(r.codes)}]"
+        if r.status == "error":
+            notes.append(f"{where}: error: {r.error}")
+        elif r.equivalence is not None and r.equivalence.status != "equivalent":
+            notes.append(f"{where}: {r.equivalence.status}: {r.equivalence.detail}")
+        if r.note:
+            notes.append(f"{where}: {r.note}")
+    for t, fired in pending:
+        what = (f"{', '.join(fired)} fires but offers no applicable fix and there is no `{t.factory}_fixed`" if fired
+                else f"no selected rule fires{' (' + ', '.join(t.codes) + ')' if t.codes else ''}: pending")
+        notes.append(f"{t.path.name}::{t.factory}: {what}")
+    dev = next((r.device for r in results if r.device), None)
+    head = []
+    if dev:
+        head.append(f"Device: {dev['name']}; TensorFlow {dev['tensorflow']}")
+    head.append(f"A/B interleaved; trials >= {bench.MIN_TRIAL_S:g} s; speedup = before/after wall time per run "
+                f"(median, interquartile range); verdict needs >= {bench.MIN_PAIRS} pairs, a one-sided sign test "
+                f"p < {bench.ALPHA:g} and a median beyond the noise band {1 / bench.NOISE:.2f}-{bench.NOISE:.2f}x")
+    return "\n".join(head + [""] + lines + ([""] + notes if notes else [])) + "\n"
+
+
+# ================================================================================================================
+# entry point
+# ================================================================================================================
+def run_verify(args) -> int:
+    from ..config import Config, ConfigError
+    from ..registry import RegistryError, default_registry
+
+    progress = Progress(enabled=sys.stderr.isatty() and not args.json)
+    try:
+        registry = default_registry()
+        targets = discover(args.target, list(args.rule or []), registry)
+    except (ValueError, RegistryError) as exc:
+        print(f"tflint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    budget = args.budget if args.budget is not None else bench.DEFAULT_BUDGET_S
+    results: list[VariantResult] = []
+    pending: list[tuple[Target, list[str]]] = []
+    messages: list[str] = []
+    for t in targets:
+        text = t.path.read_text(encoding="utf-8")
+        try:
+            config = Config.load(None, start=t.path.resolve().parent)
+            config.validate(registry)
+        except ConfigError as exc:
+            print(f"tflint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        variants, fired, msgs = plan_variants(t, text, registry, config)
+        messages += msgs
+        if not variants:
+            pending.append((t, fired))
+            continue
+        for v in variants:
+            r = PairRunner(t, text, v, registry, args.timeout, budget, progress).run()
+            results.append(r)
+            progress.clear()
+            if not args.json and len(targets) > 1:
+                m = r.primary
+                status = (m.verdict + f" {m.summary.median:.2f}x" if m and m.summary else
+                          (r.equivalence.status if r.equivalence else r.status))
+                print(f"{t.path.name} [{','.join(v.codes)}]: {status}", file=sys.stderr)
+    progress.clear()
+    for m in messages:
+        print(f"tflint: warning: {m}", file=sys.stderr)
+    if args.json:
+        out = {"results": [r.to_json() for r in results],
+               "pending": [{"file": str(t.path), "factory": t.factory, "rules": t.codes, "fired": fired}
+                           for t, fired in pending],
+               "settings": {"min_pairs": bench.MIN_PAIRS, "min_trial_s": bench.MIN_TRIAL_S, "noise": bench.NOISE,
+                            "alpha": bench.ALPHA, "budget_s": budget, "timeout_s": args.timeout}}
+        print(json.dumps(out, indent=2))
+    else:
+        sys.stdout.write(render_table(results, pending))
+    if any(r.failed for r in results):
+        return EXIT_FAIL
+    if any(r.status == "error" for r in results):
+        return EXIT_ERROR
+    if not results and pending and "::" in args.target:
+        return EXIT_ERROR  # nothing to verify for an explicit target
+    return EXIT_OK
