@@ -1,0 +1,142 @@
+"""What the Keras rules know about models and layers, from the source alone.
+
+A value is a Keras model when it traces back (through variables, `self.x = ...` in the same class, and
+same-file builder functions) to `keras.Sequential(...)`, `keras.Model(...)`, `keras.models.load_model(...)`,
+`keras.applications.*(...)`, or an instance of a same-file subclass of `keras.Model`. A layer is a call to a
+`keras.layers.*` constructor. `tf.keras`, `tf_keras` and standalone `keras` all resolve to `keras.*`.
+Anything else (a scikit-learn estimator, a PyTorch module, a parameter of unknown type) is not a model.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...semantics import Semantics, get_arg
+
+MODEL_CONSTRUCTORS = frozenset({
+    "keras.Sequential", "keras.models.Sequential", "keras.Model", "keras.models.Model",
+    "keras.models.load_model", "keras.saving.load_model", "keras.models.clone_model", "keras.models.model_from_json",
+})
+MODEL_CLASSES = frozenset({"keras.Model", "keras.models.Model", "keras.Sequential", "keras.models.Sequential"})
+SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential"})
+FUNCTIONAL = frozenset({"keras.Model", "keras.models.Model"})
+
+
+def _keras_model_class(sem: Semantics, cls: cst.ClassDef, depth: int = 0) -> bool:
+    if depth > 5:
+        return False
+    for base in cls.bases:
+        q = sem.names.qualified_name(base.value)
+        if q in MODEL_CLASSES:
+            return True
+        if isinstance(base.value, cst.Name):
+            b = sem.index.lookup(base.value.value, base.value)
+            if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
+                if _keras_model_class(sem, b.node, depth + 1):
+                    return True
+    return False
+
+
+def model_constructor(sem: Semantics, call: cst.Call, _depth: int = 0) -> Optional[str]:
+    """How `call` creates a Keras model ('sequential', 'functional', 'loaded', 'application', 'subclass',
+    'builder'), or None when it does not (as far as this file shows)."""
+    q = sem.call_name(call)
+    if q is not None:
+        if q in SEQUENTIAL:
+            return "sequential"
+        if q in FUNCTIONAL:
+            return "functional"
+        if q in MODEL_CONSTRUCTORS:
+            return "loaded"
+        if q.startswith("keras.applications.") and q.rsplit(".", 1)[-1][:1].isupper():
+            return "application"
+        return None
+    if isinstance(call.func, cst.Name):
+        b = sem.index.lookup(call.func.value, call.func)
+        if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
+            return "subclass" if _keras_model_class(sem, b.node) else None
+    if _depth < 3:
+        fn = sem.functions.resolve_callable(call.func)
+        if isinstance(fn, cst.FunctionDef):
+            returns = [r for r in sem.functions.body_nodes(fn, cst.Return)
+                       if sem.functions.owner(r) is fn and r.value is not None]
+            if returns and all(is_model(sem, r.value, _depth + 1) for r in returns):
+                return "builder"
+    return None
+
+
+def is_model(sem: Semantics, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+    return model_origin(sem, expr, _depth) is not None
+
+
+def model_origin(sem: Semantics, expr: cst.BaseExpression, _depth: int = 0) -> Optional[cst.Call]:
+    """The call that created the Keras model `expr` refers to, or None."""
+    if _depth > 6:
+        return None
+    if isinstance(expr, cst.Call):
+        return expr if model_constructor(sem, expr, _depth) else None
+    if isinstance(expr, cst.Name):
+        b = sem.index.lookup(expr.value, expr)
+        if b is None:
+            return None
+        if b.kind in ("assign", "annassign") and b.value is not None and b.value is not expr:
+            return model_origin(sem, b.value, _depth + 1)
+        if b.kind == "param" and isinstance(b.node, cst.Param) and b.node.annotation is not None:
+            q = sem.names.qualified_name(b.node.annotation.annotation)
+            if q in MODEL_CLASSES:
+                return None  # a model, but not created here: callers use is_model_value
+        return None
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        cls = sem.index.enclosing_class(expr)
+        if cls is None:
+            return None
+        for assign in sem.index.nodes(cst.Assign):
+            if sem.index.enclosing_class(assign) is not cls:
+                continue
+            for t in assign.targets:
+                tt = t.target
+                if (isinstance(tt, cst.Attribute) and isinstance(tt.value, cst.Name) and tt.value.value == "self"
+                        and tt.attr.value == expr.attr.value):
+                    found = model_origin(sem, assign.value, _depth + 1)
+                    if found is not None:
+                        return found
+    return None
+
+
+def is_model_value(sem: Semantics, expr: cst.BaseExpression) -> bool:
+    """A Keras model created in this file, or a parameter annotated as one."""
+    if is_model(sem, expr):
+        return True
+    if isinstance(expr, cst.Name):
+        b = sem.index.lookup(expr.value, expr)
+        if b is not None and b.kind == "param" and isinstance(b.node, cst.Param) and b.node.annotation is not None:
+            return sem.names.qualified_name(b.node.annotation.annotation) in MODEL_CLASSES
+    return False
+
+
+def layer_name(sem: Semantics, call: cst.Call) -> Optional[str]:
+    """`Dense` when `call` constructs `keras.layers.Dense` (any spelling), else None."""
+    q = sem.call_name(call)
+    if q and q.startswith("keras.layers.") and q.rsplit(".", 1)[-1][:1].isupper():
+        return q.rsplit(".", 1)[-1]
+    return None
+
+
+def resolve_value(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
+    """Follow a Name through single assignments to the value it holds (the Name itself when unknown)."""
+    while isinstance(expr, cst.Name) and depth < 8:
+        b = sem.index.lookup(expr.value, expr)
+        if b is None or b.kind not in ("assign", "annassign") or b.value is None or b.value is expr:
+            break
+        expr = b.value
+        depth += 1
+    return expr
+
+
+def model_call_args(call: cst.Call, kind: str) -> Optional[cst.Arg]:
+    if kind == "sequential":
+        return get_arg(call, "layers", 0)
+    if kind == "functional":
+        return get_arg(call, "outputs", 1)
+    return None

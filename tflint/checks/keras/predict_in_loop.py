@@ -1,0 +1,50 @@
+"""TFL301 predict-in-loop: `model.predict(x)` on a Keras model inside a Python loop."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ...findings import Applicability
+from ..base import Check
+from .models import is_model_value
+
+# Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
+# `predict` is for.
+EPOCH_METHODS = frozenset({"fit", "evaluate", "fit_generator", "evaluate_generator"})
+QUIET_KEYWORDS = frozenset({"verbose"})
+
+
+class PredictInLoop(Check):
+    code = "TFL301"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "predict"):
+            return
+        loops = self.index.enclosing_loops(node)
+        if not loops or self.functions.in_tf_function(node):
+            return
+        if not is_model_value(self.sem, func.value):
+            return
+        if self._epoch_loop(loops[0]):
+            return
+        model = self.code_for(func.value)
+        message = (f"`{model}.predict()` inside a loop: every call builds a data adapter and runs a predict loop for "
+                   f"one input; for a single batch, `{model}(x, training=False)` skips that overhead")
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        keywords = [a for a in node.args if a.keyword is not None]
+        if len(positional) == 1 and all(k.keyword.value in QUIET_KEYWORDS for k in keywords) and not any(
+                a.star for a in node.args):
+            x = positional[0].value
+            replacement = cst.parse_expression(f"{model}({self.code_for(x)}, training=False)")
+            self.report(node, message, start_node=func.attr, replacement=replacement,
+                        fix_message=f"Call `{model}(..., training=False)` directly (returns a tensor, not a NumPy array)",
+                        applicability=Applicability.UNSAFE)
+        else:
+            self.report(node, message, start_node=func.attr)
+
+    def _epoch_loop(self, loop: cst.CSTNode) -> bool:
+        for call in self.index.nodes(cst.Call):
+            f = call.func
+            if isinstance(f, cst.Attribute) and f.attr.value in EPOCH_METHODS and loop in self.index.ancestors(call):
+                return True
+        return False
