@@ -54,8 +54,17 @@ class Index(cst.CSTVisitor):
     @classmethod
     def build(cls, module: cst.Module) -> "Index":
         index = cls(module)
-        module.visit(index)
+        index._walk(module)
         return index
+
+    def _walk(self, node: cst.CSTNode) -> None:
+        """Pre-order walk over the syntax nodes only: whitespace, comments, punctuation and operator tokens are
+        not visited (rules reach them through their parent node), which is most of a libcst tree. libcst's own
+        visitor rebuilds every node it passes; this walk only reads fields, which is several times faster."""
+        if self.on_visit(node):
+            for child in _children(node):
+                self._walk(child)
+        self.on_leave(node)
 
     # -- traversal ---------------------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -75,34 +84,34 @@ class Index(cst.CSTVisitor):
             self._bind(node.name.value, "def", node)
             # Decorators and defaults are evaluated in the enclosing scope: walk them before pushing.
             for d in node.decorators:
-                d.visit(self)
-            node.params.visit(self)
+                self._walk(d)
+            self._walk(node.params)
             if node.returns is not None:
-                node.returns.visit(self)
+                self._walk(node.returns)
             self._push_scope(node)
             for p in _all_params(node.params):
                 self._bind(p.name.value, "param", p)
-            node.body.visit(self)
+            self._walk(node.body)
             self._pop_scope()
             return False
         elif t is cst.Lambda:
-            node.params.visit(self)
+            self._walk(node.params)
             self._push_scope(node)
             for p in _all_params(node.params):
                 self._bind(p.name.value, "param", p)
-            node.body.visit(self)
+            self._walk(node.body)
             self._pop_scope()
             return False
         elif t is cst.ClassDef:
             self._bind(node.name.value, "class", node)
             for d in node.decorators:
-                d.visit(self)
+                self._walk(d)
             for a in node.bases:
-                a.visit(self)
+                self._walk(a)
             for a in node.keywords:
-                a.visit(self)
+                self._walk(a)
             self._push_scope(node)
-            node.body.visit(self)
+            self._walk(node.body)
             self._pop_scope()
             return False
         elif t is cst.Import:
@@ -315,3 +324,52 @@ def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Attribute):
         return f"{_dotted(node.value)}.{node.attr.value}"
     return ""
+
+
+# -- the fast child walk ----------------------------------------------------------------------------------------
+def _skip_types() -> tuple[type, ...]:
+    bases = (
+        cst.BaseParenthesizableWhitespace, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp,
+        cst.BaseAugOp,
+    )
+    leaves = (
+        cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment, cst.Comma, cst.Dot, cst.AssignEqual,
+        cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+        cst.RightCurlyBrace, cst.Colon, cst.Semicolon, cst.Asynchronous, cst.ImportStar, cst.ParamStar,
+        cst.ParamSlash,
+    )
+    return bases + leaves
+
+
+_SKIP = _skip_types()
+_SKIP_FIELDS = frozenset({
+    "lpar", "rpar", "leading_lines", "lines_after_decorators", "header", "footer", "comma", "semicolon",
+    "trailing_whitespace", "newline", "equal", "colon", "dot", "operator", "asynchronous", "lbracket", "rbracket",
+    "lbrace", "rbrace", "star_tok", "whitespace", "first_line", "empty_lines", "indent", "last_line",
+})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(t: type) -> tuple[str, ...]:
+    f = _FIELDS.get(t)
+    if f is None:
+        import dataclasses
+
+        f = tuple(
+            x.name for x in dataclasses.fields(t)
+            if x.name not in _SKIP_FIELDS and not x.name.startswith("whitespace")
+        )
+        _FIELDS[t] = f
+    return f
+
+
+def _children(node: cst.CSTNode):
+    for name in _fields(type(node)):
+        v = getattr(node, name)
+        if isinstance(v, cst.CSTNode):
+            if not isinstance(v, _SKIP):
+                yield v
+        elif type(v) is tuple or type(v) is list:
+            for x in v:
+                if isinstance(x, cst.CSTNode) and not isinstance(x, _SKIP):
+                    yield x
