@@ -1,0 +1,52 @@
+"""TFL302 removed-keras-api: Keras 2 APIs that Keras 3 removed (the table is the rule's `pattern:` data).
+
+The matching is the generic declarative matcher's; this class adds what needs control flow: the Keras version
+the file targets (removed vs. merely old) and when the `fit_generator` → `fit` rename is a correct call.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from ...semantics import get_arg
+from ..declarative import DeclarativeCheck
+
+# `fit_generator(generator, steps_per_epoch, epochs, ...)`: its positional parameters after the first are not
+# `fit`'s, and Keras 3's `fit` has no queue/worker arguments.
+QUEUE_KEYWORDS = ("workers", "use_multiprocessing", "max_queue_size")
+GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_generator"})
+
+
+def keras_major(check) -> int:
+    """3 when the file's Keras is Keras 3: the target is TF ≥ 2.16 and the file does not import `tf_keras`
+    (Keras 2 as a package)."""
+    for bindings in check.index.scopes[id(check.index.module)].bindings.values():
+        for b in bindings:
+            if b.kind == "import" and b.qualified and b.qualified.split(".")[0] == "tf_keras":
+                return 2
+    return 3 if check.target_version >= (2, 16) else 2
+
+
+class RemovedKerasApi(DeclarativeCheck):
+    code = "TFL302"
+
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        self._keras = keras_major(self)
+
+    def report(self, node, message=None, **kwargs) -> None:
+        if self._keras == 2 and message:
+            message = (message.replace(" is removed in Keras 3", " is deprecated (removed in Keras 3)")
+                       .replace(" are removed in Keras 3", " are deprecated (removed in Keras 3)"))
+        super().report(node, message, **kwargs)
+
+    def _report_call(self, call: cst.Call, e: dict[str, Any], what: str) -> None:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in GENERATOR_METHODS:
+            positional = [a for a in call.args if a.keyword is None]
+            if len(positional) > 1 or any(a.star for a in call.args) or any(
+                    get_arg(call, k) is not None for k in QUEUE_KEYWORDS):
+                self.report(call, e.get("message"), start_node=func.attr)
+                return
+        super()._report_call(call, e, what)
