@@ -1,0 +1,156 @@
+"""A content-hash result cache: a file whose bytes, tflint version (and code), configuration and selected rules
+have not changed since the last run is not analysed again.
+
+Entries live in `.tflint_cache/` beside the configuration's root (or `$TFLINT_CACHE_DIR`), one JSON file per
+entry under a key that hashes everything that can change a result; each is written to a temporary file and
+renamed into place, so concurrent runs never see a half-written entry (the worst case is two runs computing the
+same entry). Only `check` uses the cache: `--fix`/`--diff` always analyse.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from . import __version__
+from .findings import Applicability, Edit, Finding, Fix, Position
+
+CACHE_VERSION = "1"
+
+
+def cache_dir(root: Path) -> Path:
+    env = os.environ.get("TFLINT_CACHE_DIR")
+    return Path(env) if env else Path(root) / ".tflint_cache"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """tflint's own code and shipped rules: a development checkout invalidates the cache when either changes."""
+    from .registry import rules_dir
+
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256(__version__.encode())
+    for base in (here, rules_dir()):
+        for p in sorted(base.rglob("*")):
+            if p.suffix in (".py", ".yaml", ".json"):
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                h.update(f"{p.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:20]
+
+
+def settings_fingerprint(settings) -> str:
+    h = hashlib.sha256()
+    h.update(code_fingerprint().encode())
+    h.update(settings.config.fingerprint().encode())
+    h.update(",".join(sorted(settings.selected)).encode())
+    h.update(str(settings.unsafe_fixes).encode())
+    h.update(",".join(sorted(settings.fixable)).encode())
+    from .registry import rules_dir
+
+    shipped = str(rules_dir().resolve())
+    for meta in settings.registry:  # user rule packs are not covered by the code fingerprint
+        if meta.path is not None and not str(Path(meta.path).resolve()).startswith(shipped):
+            h.update(json.dumps(meta.raw, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:20]
+
+
+def finding_from_json(d: dict) -> Finding:
+    fix = None
+    if d.get("fix"):
+        fx = d["fix"]
+        fix = Fix(
+            Applicability(fx["applicability"]),
+            fx["message"],
+            tuple(
+                Edit(e["content"], Position(**e["location"]), Position(**e["end_location"]), e.get("start", -1), e.get("end", -1))
+                for e in fx["edits"]
+            ),
+        )
+    return Finding(
+        code=d["code"], name=d["name"], message=d["message"], filename=d["filename"],
+        location=Position(**d["location"]), end_location=Position(**d["end_location"]),
+        fix=fix, cell=d.get("cell"), url=d.get("url"), source_line=d.get("source_line"),
+    )
+
+
+def _to_json(f: Finding) -> dict:
+    d = f.to_json()
+    d["source_line"] = f.source_line
+    if f.fix:
+        for e_json, e in zip(d["fix"]["edits"], f.fix.edits):
+            e_json["start"], e_json["end"] = e.start, e.end
+    return d
+
+
+class Cache:
+    def __init__(self, root: Path, settings) -> None:
+        self.dir = cache_dir(root) / f"v{CACHE_VERSION}"
+        self.salt = settings_fingerprint(settings)
+        self.enabled = True
+
+    def key(self, path: str, data: bytes) -> str:
+        h = hashlib.sha256(self.salt.encode())
+        h.update(os.path.abspath(path).encode())
+        h.update(b"\0")
+        h.update(data)
+        return h.hexdigest()
+
+    def get(self, key: str) -> Optional[list[Finding]]:
+        p = self.dir / key[:2] / f"{key}.json"
+        try:
+            with open(p, encoding="utf-8") as fh:
+                return [finding_from_json(d) for d in json.load(fh)]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, findings: list[Finding]) -> None:
+        if not self.enabled:
+            return
+        d = self.dir / key[:2]
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            gitignore = self.dir.parent / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("# created by tflint\n*\n", encoding="utf-8")
+            fd, tmp = tempfile.mkstemp(dir=str(d), prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump([_to_json(f) for f in findings], fh)
+            os.replace(tmp, d / f"{key}.json")
+        except OSError:
+            self.enabled = False  # read-only checkout or full disk: run without caching
+
+
+def cached_check_paths(paths, settings, jobs: int = 1):
+    """Like api.check_paths (check only), answering unchanged files from the cache."""
+    from .api import FileResult, RunResult, discover, run_files
+
+    files, messages = discover(paths, settings.config)
+    cache = Cache(settings.config.root, settings)
+    results: dict[str, FileResult] = {}
+    misses: list[tuple[str, str]] = []
+    for path in files:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            misses.append((path, ""))  # let the normal path report the error
+            continue
+        key = cache.key(path, data)
+        hit = cache.get(key)
+        if hit is not None:
+            results[path] = FileResult(path, findings=hit)
+        else:
+            misses.append((path, key))
+    fresh = run_files([p for p, _ in misses], settings, fix=False, diff=False, jobs=jobs)
+    for (path, key), res in zip(misses, fresh):
+        results[path] = res
+        if key and not res.errors and not res.messages:
+            cache.put(key, res.findings)
+    return RunResult([results[p] for p in files]), messages
