@@ -1,9 +1,13 @@
 """Which function a callable expression is, and which code runs inside a `tf.function`.
 
 A def runs as a tf.function when it is decorated with `tf.function` (with or without arguments), wrapped by
-`tf.function(fn)` anywhere in the file, is a Keras `train_step`/`test_step`/`predict_step` override, is the step
-function given to `strategy.run(...)` inside a tf.function, or is called (transitively) from one of those in the
-same file.
+`tf.function(fn)` anywhere in the file (also `tf.function(jit_compile=True)(fn)`), is a Keras
+`train_step`/`test_step`/`predict_step` override, is the step function given to `strategy.run(...)` inside a
+tf.function, is a function TensorFlow traces into a graph of its own (the body/condition of `tf.while_loop`, the
+branches of `tf.cond`/`tf.switch_case`, the function of `tf.map_fn`/`tf.vectorized_map`/`tf.scan`/`tf.foldl`, the
+function given to a tf.data `map`/`filter`/`flat_map`/`interleave`/`reduce`/`scan`), or is called (transitively)
+from one of those in the same file. A function handed to `tf.py_function`/`tf.numpy_function` runs as Python and
+is never counted.
 """
 from __future__ import annotations
 
@@ -20,6 +24,24 @@ FunctionLike = Union[cst.FunctionDef, cst.Lambda]
 TF_FUNCTION_NAMES = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
 PARTIAL_NAMES = frozenset({"functools.partial"})
 KERAS_STEP_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+# TensorFlow functions that trace the callables they are given into a graph: name -> (keyword, position) of each
+# callable argument.
+GRAPH_FUNCTION_ARGS: dict[str, tuple[tuple[str, int], ...]] = {
+    "tensorflow.while_loop": (("cond", 0), ("body", 1)),
+    "tensorflow.cond": (("true_fn", 1), ("false_fn", 2)),
+    "tensorflow.map_fn": (("fn", 0),),
+    "tensorflow.vectorized_map": (("fn", 0),),
+    "tensorflow.scan": (("fn", 0),),
+    "tensorflow.foldl": (("fn", 0),),
+    "tensorflow.foldr": (("fn", 0),),
+    "tensorflow.switch_case": (),  # branch_fns is a list/dict: handled apart
+}
+PYTHON_FUNCTION_OPS = frozenset({
+    "tensorflow.py_function", "tensorflow.numpy_function", "tensorflow.compat.v1.py_func",
+    "tensorflow.compat.v1.py_function", "tensorflow.compat.v1.numpy_function",
+})
+# tf.data methods whose function argument is traced as a graph function.
+DATASET_FUNCTION_METHODS = frozenset({"map", "filter", "flat_map", "interleave", "reduce", "scan"})
 
 
 class Functions:
@@ -28,6 +50,8 @@ class Functions:
         self.names = names
         self._calls_by_function: Optional[dict[int, list[cst.Call]]] = None
         self._tf_functions: Optional[dict[int, str]] = None
+        self._datasets = None
+        self._python_functions: Optional[set[int]] = None
 
     # -- callables ---------------------------------------------------------------------------------------
     def resolve_callable(self, expr: cst.BaseExpression, _depth: int = 0) -> Optional[FunctionLike]:
@@ -122,7 +146,7 @@ class Functions:
 
     def tf_functions(self) -> dict[int, str]:
         """id(def or lambda) -> why it runs as a tf.function ('decorated', 'wrapped', 'keras-step',
-        'strategy-run', 'called')."""
+        'strategy-run', 'graph-fn', 'dataset-fn', 'called')."""
         if self._tf_functions is not None:
             return self._tf_functions
         found: dict[int, str] = {}
@@ -137,11 +161,9 @@ class Functions:
                     found[id(fn)] = "keras-step"
                     by_id[id(fn)] = fn
         for call in self.index.nodes(cst.Call):
-            if self.names.call_name(call) in TF_FUNCTION_NAMES:
-                first = get_arg(call, "func", 0)
-                target = self.resolve_callable(first.value) if first is not None else None
-                if target is not None and id(target) not in found:
-                    found[id(target)] = "wrapped"
+            for target, why in self._graph_targets(call):
+                if why != "graph-fn" and id(target) not in found:
+                    found[id(target)] = why
                     by_id[id(target)] = target
         # Close over same-file calls, and over strategy.run(step_fn) inside tf.functions.
         work = list(by_id.values())
@@ -152,6 +174,8 @@ class Functions:
                 t = self.resolve_callable(call.func)
                 if t is not None:
                     targets.append((t, "called"))
+                # tf.cond/while_loop/map_fn... trace their functions only in graph mode, i.e. here
+                targets.extend(x for x in self._graph_targets(call) if x[1] == "graph-fn")
                 if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("run", "experimental_run_v2"):
                     first = get_arg(call, "fn", 0)
                     if first is not None and self._looks_like_strategy(call.func.value):
@@ -166,6 +190,61 @@ class Functions:
         self._tf_functions = found
         return found
 
+    def _graph_targets(self, call: cst.Call) -> list[tuple[FunctionLike, str]]:
+        """Functions this call turns into graph functions, whatever encloses the call."""
+        out: list[tuple[FunctionLike, str]] = []
+        q = self.names.call_name(call)
+        if q in TF_FUNCTION_NAMES:
+            first = get_arg(call, "func", 0)
+            target = self.resolve_callable(first.value) if first is not None else None
+            if target is not None:
+                out.append((target, "wrapped"))
+        elif isinstance(call.func, cst.Call) and self.names.call_name(call.func) in TF_FUNCTION_NAMES:
+            # tf.function(jit_compile=True)(fn)
+            first = get_arg(call, "func", 0)
+            target = self.resolve_callable(first.value) if first is not None else None
+            if target is not None and get_arg(call.func, "func", 0) is None:
+                out.append((target, "wrapped"))
+        elif q in GRAPH_FUNCTION_ARGS:
+            for kw, pos in GRAPH_FUNCTION_ARGS[q]:
+                arg = get_arg(call, kw, pos)
+                target = self.resolve_callable(arg.value) if arg is not None else None
+                if target is not None:
+                    out.append((target, "graph-fn"))
+            if q == "tensorflow.switch_case":
+                arg = get_arg(call, "branch_fns", 1)
+                if arg is not None and isinstance(arg.value, (cst.List, cst.Tuple)):
+                    for el in arg.value.elements:
+                        target = self.resolve_callable(el.value)
+                        if target is not None:
+                            out.append((target, "graph-fn"))
+        elif isinstance(call.func, cst.Attribute) and call.func.attr.value in DATASET_FUNCTION_METHODS:
+            kw, pos = ("reduce_func", 1) if call.func.attr.value == "reduce" else (
+                ("scan_func", 1) if call.func.attr.value == "scan" else (None, 0))
+            arg = get_arg(call, kw or "map_func", pos)
+            if arg is None and call.func.attr.value == "filter":
+                arg = get_arg(call, "predicate", 0)
+            if arg is not None and self._dataset_receiver(call.func.value):
+                target = self.resolve_callable(arg.value)
+                if target is not None:
+                    out.append((target, "dataset-fn"))
+        return out
+
+    def _dataset_receiver(self, expr: cst.BaseExpression) -> bool:
+        if self._datasets is None:
+            from .datasets import Datasets  # Datasets depends on Functions: built lazily, for this question only
+
+            self._datasets = Datasets(self.index, self.names, self)
+        try:
+            return self._datasets.is_dataset(expr)
+        except RecursionError:
+            return False
+
+    def tf_function_reason(self, fn: cst.CSTNode) -> Optional[str]:
+        """Why `fn` runs as a graph function ('decorated', 'wrapped', 'keras-step', 'strategy-run', 'graph-fn',
+        'dataset-fn', 'called'), or None."""
+        return self.tf_functions().get(id(fn))
+
     def is_tf_function(self, fn: cst.CSTNode) -> bool:
         return id(fn) in self.tf_functions()
 
@@ -173,13 +252,35 @@ class Functions:
         """The innermost enclosing def/lambda that runs as a tf.function (a def nested in a tf.function and
         called there counts through the same-file call closure)."""
         tf_fns = self.tf_functions()
+        python_fns = self.python_functions()
         child = node
         for a in self.index.ancestors(node):
             if isinstance(a, (cst.FunctionDef, cst.Lambda)) and child is a.body:
                 if id(a) in tf_fns:
                     return a
+                if id(a) in python_fns:
+                    return None  # handed to tf.py_function & co: runs as Python, eagerly
             child = a
         return None
+
+    def python_functions(self) -> set[int]:
+        """ids of the same-file functions given to `tf.py_function`/`tf.numpy_function`/`py_func` or
+        `Dataset.from_generator`: they run as plain Python even when called from a graph."""
+        if self._python_functions is None:
+            out: set[int] = set()
+            for call in self.index.nodes(cst.Call):
+                q = self.names.call_name(call)
+                if q in PYTHON_FUNCTION_OPS:
+                    arg = get_arg(call, "func", 0)
+                elif q == "tensorflow.data.Dataset.from_generator":
+                    arg = get_arg(call, "generator", 0)
+                else:
+                    continue
+                target = self.resolve_callable(arg.value) if arg is not None else None
+                if target is not None:
+                    out.add(id(target))
+            self._python_functions = out
+        return self._python_functions
 
     def in_tf_function(self, node: cst.CSTNode) -> bool:
         return self.tf_function_of(node) is not None

@@ -1,0 +1,105 @@
+"""Helpers shared by the tf.function rules (TFL2xx): where graph code is, how to spell TF names, indentation."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...semantics.tensors import Tensors, tensors_of
+
+LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add",
+                           "popitem", "discard", "sort", "reverse"})
+
+
+def graph_function(check, node: cst.CSTNode):
+    """The graph function (tf.function, Keras step, traced helper) whose body runs `node`, or None; code under
+    an `if tf.executing_eagerly():` guard counts as eager."""
+    fn = check.functions.tf_function_of(node)
+    if fn is None:
+        return None
+    for a in check.index.ancestors(node):
+        if a is fn:
+            break
+        if isinstance(a, cst.If) and _mentions_executing_eagerly(check, a.test):
+            return None
+    return fn
+
+
+def _mentions_executing_eagerly(check, expr: cst.CSTNode) -> bool:
+    for call in _walk(expr, cst.Call):
+        q = check.names.call_name(call) or ""
+        if q.endswith("executing_eagerly") or q.endswith("inside_function"):
+            return True
+    return False
+
+
+def _walk(node: cst.CSTNode, typ: type):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, typ):
+            yield n
+        stack.extend(n.children)
+
+
+def walk(node: cst.CSTNode, typ: type):
+    return list(_walk(node, typ))
+
+
+def tensors(check) -> Tensors:
+    return tensors_of(check.sem)
+
+
+def spell(check, qualified: str) -> Optional[str]:
+    return check.names.alias_for(qualified)
+
+
+def indentation(check, node: cst.CSTNode) -> str:
+    """The indentation of the line where statement `node` starts."""
+    module = check.index.module
+    parts = []
+    for a in check.index.ancestors(node):
+        if isinstance(a, cst.IndentedBlock):
+            parts.append(a.indent if a.indent is not None else module.default_indent)
+    return "".join(reversed(parts))
+
+
+def enclosing_ifs(check, node: cst.CSTNode, stop: Optional[cst.CSTNode] = None) -> list[cst.If]:
+    out = []
+    child = node
+    for a in check.index.ancestors(node):
+        if a is stop or isinstance(a, (cst.FunctionDef, cst.Lambda)) and stop is None:
+            break
+        if isinstance(a, cst.If) and child is not a.test:
+            out.append(a)
+        child = a
+    return out
+
+
+def is_outer_container(check, expr: cst.BaseExpression, fn) -> bool:
+    """`expr` is a list/dict/set created outside graph function `fn` (a module or enclosing-function name, or a
+    `self.<attr>` initialized to one): mutating it inside `fn` happens once, at trace time."""
+    if isinstance(expr, cst.Name):
+        b = check.index.lookup(expr.value, expr)
+        if b is None or b.kind not in ("assign", "annassign") or b.value is None:
+            return False
+        if b.scope is fn or (b.scope is not None and check.functions.is_inside(b.scope, fn)):
+            return False
+        return _is_container_literal(check, b.value)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        cls = check.index.enclosing_class(expr)
+        if cls is None:
+            return False
+        values = tensors(check).self_attribute_values(cls).get(expr.attr.value, [])
+        return bool(values) and all(_is_container_literal(check, v) for v in values)
+    return False
+
+
+def _is_container_literal(check, v: cst.BaseExpression) -> bool:
+    if isinstance(v, (cst.List, cst.Dict, cst.Set)):
+        return True
+    if isinstance(v, cst.Call):
+        q = check.names.call_name(v)
+        return q in ("builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
+                     "collections.OrderedDict", "collections.deque")
+    return False

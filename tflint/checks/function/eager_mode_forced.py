@@ -1,0 +1,71 @@
+"""TFL209 eager-mode-forced: `tf.config.run_functions_eagerly(True)`, `compile(run_eagerly=True)` or
+`model.run_eagerly = True` left in code."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import get_arg, literal_value
+from ..base import Check, NodeEdit
+
+RUN_EAGERLY = frozenset({"tensorflow.config.run_functions_eagerly",
+                         "tensorflow.config.experimental_run_functions_eagerly"})
+MESSAGE_TAIL = "every tf.function (and Keras `train_step`) then runs op by op in Python, without graph optimizations"
+
+
+class EagerModeForced(Check):
+    code = "TFL209"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.names.call_name(node)
+        if q in RUN_EAGERLY:
+            arg = get_arg(node, "run_eagerly", 0)
+            if arg is None or literal_value(arg.value) is not True or self._conditional(node):
+                return
+            self._remove_statement(node, f"`{self.code_for(node.func)}(True)` forces eager execution: {MESSAGE_TAIL}")
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "compile":
+            arg = get_arg(node, "run_eagerly")
+            if arg is None or literal_value(arg.value) is not True or self._conditional(node):
+                return
+            if q is not None and not self.names.is_tf(q):
+                return  # re.compile & co
+            new_args = [a for a in node.args if a is not arg]
+            if new_args and node.args[-1] is arg:
+                new_args[-1] = new_args[-1].with_changes(comma=arg.comma)  # keep a trailing comma's layout
+            self.report(node, f"`compile(run_eagerly=True)`: {MESSAGE_TAIL}", start_node=arg.keyword,
+                        replacement=node.with_changes(args=new_args), applicability=Applicability.UNSAFE,
+                        fix_message="Remove `run_eagerly=True`")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        t = node.targets[0].target
+        if isinstance(t, cst.Attribute) and t.attr.value == "run_eagerly" and literal_value(node.value) is True:
+            if self._conditional(node) or not self.names.file_imports_tf():
+                return
+            self._remove_statement(node, f"`{self.code_for(t)} = True` forces eager execution: {MESSAGE_TAIL}")
+
+    def _conditional(self, node: cst.CSTNode) -> bool:
+        """Under an `if` (a debug switch) or in a test helper: deliberate."""
+        return any(isinstance(a, (cst.If, cst.IfExp)) for a in self.index.ancestors(node))
+
+    def _remove_statement(self, node: cst.CSTNode, message: str) -> None:
+        stmt = self.index.parent(node)
+        if isinstance(node, cst.Call) and isinstance(stmt, cst.Expr):
+            stmt = self.index.parent(stmt)
+        elif isinstance(node, cst.Assign):
+            stmt = self.index.parent(node)
+        else:
+            stmt = None
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            self.report(node, message)
+            return
+        block = self.index.parent(stmt)
+        body = getattr(block, "body", None)
+        if isinstance(block, cst.IndentedBlock) and isinstance(body, (list, tuple)) and len(body) == 1:
+            edit = NodeEdit(node, "replace", text="pass")
+        else:
+            edit = NodeEdit(stmt, "delete")
+        self.report(node, message, edits=[edit], applicability=Applicability.UNSAFE, fix_message="Remove it")

@@ -1,0 +1,144 @@
+"""TFL208 eager-train-step: a GradientTape + apply_gradients step called in a loop with no tf.function.
+
+The fix adds `@tf.function` only where none of the preconditions of the Hybridize Functions refactoring fails
+(Khatchadourian et al.): no Python side effects, no `.numpy()`/NumPy/`float()` on values, no Python iteration over
+the step's arguments, no recursion, some TensorFlow computation, and no call site passing a Python number that
+changes per iteration (that would retrace on every call). Otherwise the finding has no fix and says why.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ..base import Check, NodeEdit
+from ._graph import LIST_MUTATORS, indentation, is_outer_container, spell, tensors, walk
+
+STEP_METHODS = frozenset({"apply_gradients", "minimize"})
+EFFECT_PREFIXES = ("builtins.print", "builtins.open", "builtins.input", "logging.", "time.", "tqdm.", "os.",
+                   "sys.", "wandb.", "mlflow.", "absl.logging.", "json.", "pickle.", "random.", "shutil.")
+NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"})
+
+
+class EagerTrainStep(Check):
+    code = "TFL208"
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.functions.is_tf_function(node) or not self._is_step(node):
+            return
+        call = self._loop_call(node)
+        if call is None:
+            return
+        message = (f"`{node.name.value}` computes gradients and applies them, and is called in a loop, but runs "
+                   "eagerly (op by op, in Python): wrapping it in `tf.function` runs each step as one graph")
+        failed = self._precondition_failure(node)
+        if failed is None:
+            failed = self._retrace_risk(node)
+        deco = spell(self, "tensorflow.function")
+        if failed is not None or deco is None or node.decorators or node.asynchronous is not None:
+            reason = failed or ("it already has decorators" if node.decorators else "no `tensorflow` import to spell it")
+            self.report(node.name, f"{message}; no automatic fix: {reason}")
+            return
+        text = f"@{deco}\n{indentation(self, node)}"
+        self.report(node.name, message, edits=[NodeEdit(node, "insert_before", text=text)],
+                    applicability=Applicability.UNSAFE, fix_message=f"Decorate `{node.name.value}` with `@{deco}`")
+
+    def visit_For(self, node: cst.For) -> None:
+        self._inline_loop(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._inline_loop(node)
+
+    # -- matching ----------------------------------------------------------------------------------------
+    def _is_step(self, fn: cst.FunctionDef) -> bool:
+        tape = any(self._is_tape(item.item) for w in self.functions.body_nodes(fn, cst.With) for item in w.items
+                   if self.functions.owner(w) is fn)
+        if not tape:
+            return False
+        return any(isinstance(c.func, cst.Attribute) and c.func.attr.value in STEP_METHODS
+                   for c in self.functions.calls_in(fn))
+
+    def _is_tape(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self.names.call_name(expr) in ("tensorflow.GradientTape",
+                                                                             "tensorflow.compat.v1.GradientTape")
+
+    def _loop_call(self, fn: cst.FunctionDef) -> Optional[cst.Call]:
+        for call in self.index.nodes(cst.Call):
+            if self.functions.resolve_callable(call.func) is fn:
+                loops = [lp for lp in self.index.enclosing_loops(call) if isinstance(lp, (cst.For, cst.While))]
+                if loops and self.functions.tf_function_of(call) is None:
+                    return call
+        return None
+
+    def _inline_loop(self, loop) -> None:
+        """A loop whose own body opens a GradientTape and applies gradients, outside any graph function."""
+        if self.functions.tf_function_of(loop) is not None:
+            return
+        owner = self.functions.owner(loop)
+        for w in walk(loop.body, cst.With):
+            if self.functions.owner(w) is not owner or not any(self._is_tape(i.item) for i in w.items):
+                continue
+            inner_loops = [lp for lp in self.index.enclosing_loops(w) if isinstance(lp, (cst.For, cst.While))]
+            if not inner_loops or inner_loops[0] is not loop:
+                continue  # reported for the innermost loop
+            applies = [c for c in walk(loop.body, cst.Call)
+                       if isinstance(c.func, cst.Attribute) and c.func.attr.value in STEP_METHODS]
+            if applies:
+                self.report(w, "A GradientTape training step written inline in a loop runs eagerly (op by op, in "
+                               "Python); move the step into a function decorated with `@tf.function` and call it "
+                               "in the loop")
+            return
+
+    # -- preconditions -----------------------------------------------------------------------------------
+    def _precondition_failure(self, fn: cst.FunctionDef) -> Optional[str]:
+        params = {p.name.value for p in (list(fn.params.posonly_params) + list(fn.params.params))}
+        has_tf = False
+        for call in self.functions.body_nodes(fn, cst.Call):
+            q = self.names.call_name(call) or ""
+            func = call.func
+            if q.startswith(EFFECT_PREFIXES):
+                return f"it has a Python side effect (`{self.code_for(func)}`)"
+            if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not call.args:
+                return "it calls `.numpy()`"
+            if q.startswith("numpy."):
+                return f"it calls NumPy (`{self.code_for(func)}`)"
+            if q in NUMPY_CONVERSIONS and call.args and literal_value_is_python(call.args[0].value) is False:
+                return f"it converts a value to Python (`{self.code_for(call)}`)"
+            if isinstance(func, cst.Attribute) and func.attr.value in LIST_MUTATORS and is_outer_container(self, func.value, fn):
+                return f"it mutates `{self.code_for(func.value)}`, created outside the step"
+            if self.functions.resolve_callable(func) is fn:
+                return "it is recursive"
+            if self.names.is_tf(q) or isinstance(func, cst.Attribute):
+                has_tf = True
+        for typ in (cst.Global, cst.Nonlocal):
+            if self.functions.body_nodes(fn, typ):
+                return "it writes a `global`/`nonlocal` variable"
+        for loop in self.functions.body_nodes(fn, cst.For):
+            if {n.value for n in walk(loop.iter, cst.Name)} & params:
+                return "it iterates in Python over an argument"
+        for assign in self.functions.body_nodes(fn, cst.Assign):
+            for t in assign.targets:
+                if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) and t.target.value.value == "self":
+                    return f"it assigns `{self.code_for(t.target)}` (a Python side effect)"
+        if not has_tf:
+            return "it does no TensorFlow computation"
+        return None
+
+    def _retrace_risk(self, fn: cst.FunctionDef) -> Optional[str]:
+        t = tensors(self)
+        for call in self.index.nodes(cst.Call):
+            if self.functions.resolve_callable(call.func) is not fn:
+                continue
+            for a in call.args:
+                for name in walk(a.value, cst.Name):
+                    if t.python_loop_index(name) is not None and not t.is_tensor(a.value):
+                        return (f"a call passes the Python loop counter `{name.value}`, which would retrace the "
+                                "function on every call")
+        return None
+
+
+def literal_value_is_python(expr: cst.BaseExpression) -> bool:
+    from ...semantics import NOT_LITERAL, literal_value
+
+    return literal_value(expr) is not NOT_LITERAL

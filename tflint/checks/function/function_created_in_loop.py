@@ -1,0 +1,93 @@
+"""TFL203 function-created-in-loop: a tf.function created inside a loop, or inside a function called in a loop."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..base import Check
+from ._graph import walk
+
+TF_FUNCTION = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
+CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
+
+
+class FunctionCreatedInLoop(Check):
+    code = "TFL203"
+
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        self._loop_calls: Optional[dict[int, cst.Call]] = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.names.call_name(node) not in TF_FUNCTION:
+            return
+        parent = self.index.parent(node)
+        if isinstance(parent, cst.Decorator):
+            return  # `@tf.function(...)`: handled with its def
+        self._consider(node, node, "`tf.function(...)`")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.functions.tf_function_decorator(node) is not None:
+            self._consider(node, node.name, f"`@tf.function def {node.name.value}`")
+
+    def _consider(self, node: cst.CSTNode, report_at: cst.CSTNode, what: str) -> None:
+        if self._memoized(node):
+            return
+        loops = [lp for lp in self.index.enclosing_loops(node) if isinstance(lp, (cst.For, cst.While))]
+        if loops:
+            if self._per_item(node, loops[0]):
+                return
+            self.report(report_at, f"{what} is created on every iteration of a loop: each new function object "
+                                   "traces its graph again on its first call; create it once, before the loop")
+            return
+        fn = self.index.enclosing_function(node)
+        if fn is None or node is fn or self.functions.is_tf_function(fn) or self._caches(fn):
+            return
+        call = self._called_in_loop().get(id(fn))
+        if call is not None:
+            row_hint = self.code_for(call).split("(")[0]
+            self.report(report_at, f"{what} is created inside `{fn.name.value}`, which is called in a loop "
+                                   f"(`{row_hint}(...)`): every call builds and traces a new function; create it "
+                                   "once and reuse it")
+
+    def _memoized(self, node: cst.CSTNode) -> bool:
+        """Stored into a cache (`cache[k] = tf.function(f)`, `self._fn = ...` under an `if`)."""
+        stmt = self.index.statement_of(node)
+        if isinstance(stmt, cst.Assign) and any(isinstance(t.target, cst.Subscript) for t in stmt.targets):
+            return True
+        for a in self.index.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda)) and a is not node:
+                break
+            if isinstance(a, cst.If):
+                return True  # created under a condition: a create-once guard
+        return False
+
+    def _per_item(self, node: cst.CSTNode, loop: cst.For | cst.While) -> bool:
+        """`for f in fns: tf.function(f)`: one function per distinct item is what the loop is for."""
+        if not isinstance(loop, cst.For):
+            return False
+        targets = {n.value for n in walk(loop.target, cst.Name)}
+        if isinstance(node, cst.Call) and node.args:
+            used = {n.value for n in walk(node.args[0].value, cst.Name)}
+            return bool(targets & used)
+        return False
+
+    def _caches(self, fn: cst.FunctionDef) -> bool:
+        for dec in fn.decorators:
+            expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+            if self.names.qualified_name(expr) in CACHING_DECORATORS:
+                return True
+        return False
+
+    def _called_in_loop(self) -> dict[int, cst.Call]:
+        if self._loop_calls is None:
+            out: dict[int, cst.Call] = {}
+            for call in self.index.nodes(cst.Call):
+                target = self.functions.resolve_callable(call.func)
+                if isinstance(target, cst.FunctionDef) and id(target) not in out:
+                    loops = [lp for lp in self.index.enclosing_loops(call) if isinstance(lp, (cst.For, cst.While))]
+                    if loops:
+                        out[id(target)] = call
+            self._loop_calls = out
+        return self._loop_calls

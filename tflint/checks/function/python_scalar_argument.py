@@ -1,0 +1,111 @@
+"""TFL202 python-scalar-argument: a tf.function called with Python numbers that change between calls."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import NOT_LITERAL, get_arg, literal_value
+from ...semantics.index import all_params
+from ..base import Check
+from ._graph import graph_function, spell, tensors, walk
+
+TRACED = ("decorated", "wrapped")
+
+
+class PythonScalarArgument(Check):
+    code = "TFL202"
+
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        self._literal_sites: dict[tuple[int, str], list[tuple[cst.Call, cst.Arg, object]]] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        fn = self.functions.resolve_callable(node.func)
+        if fn is None or self.functions.tf_function_reason(fn) not in TRACED:
+            return
+        if graph_function(self, node) is not None:
+            return  # called while tracing another function: the values are constants of that trace
+        t = tensors(self)
+        if t.has_input_signature(fn):
+            return
+        for arg, param in self._bind(fn, node):
+            if param is None or arg.star:
+                continue
+            value = arg.value
+            lit = literal_value(value)
+            if lit is not NOT_LITERAL:
+                if isinstance(lit, (int, float)) and not isinstance(lit, bool):
+                    self._literal_sites.setdefault((id(fn), param.name.value), []).append((node, arg, lit))
+                continue
+            why = self._varying(value, node)
+            if why:
+                self._report(node, arg, param, fn, f"`{self.code_for(value)}` {why}")
+
+    def finish(self) -> None:
+        for (_, pname), sites in self._literal_sites.items():
+            values = {v for _, _, v in sites}
+            if len(values) < 2:
+                continue
+            shown = ", ".join(repr(v) for v in sorted(values, key=repr)[:4])
+            for call, arg, v in sites:
+                fn = self.functions.resolve_callable(call.func)
+                param = next((p for a, p in self._bind(fn, call) if a is arg), None)
+                self._report(call, arg, param, fn, f"`{pname}` gets different Python numbers ({shown}) at its call sites")
+
+    def _report(self, call: cst.Call, arg: cst.Arg, param, fn, why: str) -> None:
+        name = fn.name.value if isinstance(fn, cst.FunctionDef) else "the function"
+        message = (f"tf.function `{name}` is called with a Python number that changes between calls ({why}): "
+                   "each new value traces a new graph; pass a tensor")
+        constant = spell(self, "tensorflow.constant")
+        if constant is None or param is None or self._used_as_python(fn, param):
+            self.report(arg.value, message)
+            return
+        text = f"{constant}({self.code_for(arg.value)})"
+        self.report(arg.value, message, replacement=text, applicability=Applicability.UNSAFE,
+                    fix_message=f"Pass `{constant}(...)` (one trace for every value)")
+
+    def _varying(self, value: cst.BaseExpression, call: cst.Call) -> Optional[str]:
+        t = tensors(self)
+        if t.is_tensor(value) or not t.is_python_number(value):
+            return None
+        loops = self.index.enclosing_loops(call)
+        for name in walk(value, cst.Name):
+            loop = t.python_loop_index(name)
+            if loop is not None and loop in loops:
+                return "is a Python loop counter"
+            b = self.index.lookup(name.value, name)
+            if b is not None and b.kind == "augassign":
+                if any(self.functions.is_inside(b.node, lp) for lp in loops):
+                    return "is a Python counter updated in the loop"
+        return None
+
+    def _bind(self, fn, call: cst.Call):
+        """(arg, param) pairs for a call of `fn` (None for a param that cannot be determined)."""
+        positional = list(fn.params.posonly_params) + list(fn.params.params)
+        if isinstance(fn, cst.FunctionDef) and positional and positional[0].name.value in ("self", "cls") and \
+                isinstance(call.func, cst.Attribute):
+            positional = positional[1:]
+        by_name = {p.name.value: p for p in all_params(fn.params)}
+        out = []
+        pos = 0
+        for arg in call.args:
+            if arg.keyword is not None:
+                out.append((arg, by_name.get(arg.keyword.value)))
+            elif arg.star:
+                out.append((arg, None))
+            else:
+                out.append((arg, positional[pos] if pos < len(positional) else None))
+                pos += 1
+        return out
+
+    def _used_as_python(self, fn, param: cst.Param) -> bool:
+        """The parameter feeds `range(...)` or a `shape=`: a tensor there would change what the function does."""
+        for call in self.functions.body_nodes(fn, cst.Call):
+            q = self.names.call_name(call)
+            args = call.args if q == "builtins.range" else [a for a in call.args if a.keyword and a.keyword.value in ("shape", "size", "num", "depth")]
+            for a in args:
+                if any(n.value == param.name.value for n in walk(a.value, cst.Name)):
+                    return True
+        return False

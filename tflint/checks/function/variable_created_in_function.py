@@ -1,0 +1,55 @@
+"""TFL206 variable-created-in-function: a `tf.Variable`, Keras layer, model, optimizer or metric created in a
+graph function body with no create-once guard."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..base import Check
+from ._graph import graph_function
+
+VARIABLES = frozenset({"tensorflow.Variable", "tensorflow.compat.v1.Variable", "keras.Variable"})
+KERAS_PREFIXES = {"keras.layers.": "Keras layer", "keras.optimizers.": "Keras optimizer",
+                  "keras.metrics.": "Keras metric", "keras.models.": "Keras model", "keras.Sequential": "Keras model",
+                  "keras.Model": "Keras model"}
+
+
+class VariableCreatedInFunction(Check):
+    code = "TFL206"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.names.call_name(node)
+        what = self._what(q)
+        if what is None:
+            return
+        fn = graph_function(self, node)
+        if fn is None or self._guarded(node, fn):
+            return
+        self.report(node, f"{what} created inside a graph function: a tf.function may create variables only on its "
+                          "first trace (later traces raise), and a new object per call is never the one you train; "
+                          "create it once outside (in `__init__`/`build`, or under an `if self.x is None:` guard)")
+
+    def _what(self, q: Optional[str]) -> Optional[str]:
+        if not q:
+            return None
+        if q in VARIABLES:
+            return "`tf.Variable`"
+        for prefix, what in KERAS_PREFIXES.items():
+            if q.startswith(prefix):
+                last = q.rsplit(".", 1)[-1]
+                if last[:1].isupper() and last not in ("Input", "InputSpec", "Layer") and "schedules" not in q:
+                    return f"{what} `{last}`"
+        return None
+
+    def _guarded(self, node: cst.CSTNode, fn) -> bool:
+        for a in self.index.ancestors(node):
+            if a is fn:
+                return False
+            if isinstance(a, cst.If):
+                return True  # a Python condition around the creation: create-once (`if self.v is None:`)
+            if isinstance(a, cst.With):
+                for item in a.items:
+                    if isinstance(item.item, cst.Call) and (self.names.call_name(item.item) or "").endswith("init_scope"):
+                        return True
+        return False
