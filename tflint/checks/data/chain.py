@@ -1,0 +1,457 @@
+"""What the tf.data rules share: finding the dataset method calls of a pipeline, looking upstream from one of
+them, rewriting a method chain (moving or swapping steps while keeping its layout), and deciding what a mapped
+function does (random ops, Python code, batch-polymorphic arithmetic).
+
+No rule lives here; every rule module imports from it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from ...semantics import NOT_LITERAL, Pipeline, Semantics, Step, get_arg, literal_value
+from ..common import calls_in_function, python_function_call  # noqa: F401  (re-exported for rules)
+
+# -- pipelines ------------------------------------------------------------------------------------------------
+
+
+def dataset_call(sem: Semantics, node: cst.Call, methods: Iterable[str]) -> Optional[Pipeline]:
+    """For `recv.m(...)` with `m` in `methods` and `recv` traced back to a tf.data constructor: the pipeline
+    of `recv` (the steps upstream of this call). None otherwise."""
+    func = node.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in methods:
+        return None
+    return sem.datasets.pipeline(func.value)
+
+
+def method_of(call: Optional[cst.Call]) -> Optional[str]:
+    if call is not None and isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def upstream_until(p: Pipeline, stop: Iterable[str]) -> list[Step]:
+    """Steps of `p` from its end back to (not including) the nearest step whose method is in `stop`,
+    nearest first."""
+    stop = set(stop)
+    out = []
+    for s in reversed(p.steps):
+        if s.method in stop:
+            break
+        out.append(s)
+    return out
+
+
+def mapped_fn(sem: Semantics, step_or_call):
+    """The same-file def/lambda given to a map/filter/flat_map/interleave step, or None."""
+    call = step_or_call.call if isinstance(step_or_call, Step) else step_or_call
+    if call is None:
+        return None
+    expr = sem.datasets.mapped_function(call)
+    return sem.functions.resolve_callable(expr) if expr is not None else None
+
+
+def is_false_literal(arg: Optional[cst.Arg]) -> bool:
+    return arg is not None and literal_value(arg.value) is False
+
+
+# -- chain rewriting ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Link:
+    """One `.method(args)` of a chain, with the dot (and the whitespace/newline before it) as written."""
+
+    call: cst.Call
+
+    @property
+    def name(self) -> str:
+        return self.call.func.attr.value  # type: ignore[union-attr]
+
+
+def unchain(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, list[Link]]:
+    """`a.f(x).g(y)` -> (`a`, [f-link, g-link]). Stops at the first node that is not `<expr>.name(...)`."""
+    links: list[Link] = []
+    cur = expr
+    while isinstance(cur, cst.Call) and isinstance(cur.func, cst.Attribute) and (cur is expr or not cur.lpar):
+        links.append(Link(cur))
+        cur = cur.func.value
+    links.reverse()
+    return cur, links
+
+
+def rechain(root: cst.BaseExpression, links: list[Link], like: cst.BaseExpression) -> cst.BaseExpression:
+    """Rebuild a chain from `root` and `links`, with the parentheses of `like` (the original outermost node)."""
+    cur = root
+    for link in links:
+        func = link.call.func
+        cur = link.call.with_changes(func=func.with_changes(value=cur), lpar=[], rpar=[])
+    lpar = getattr(like, "lpar", ())
+    if lpar and isinstance(cur, cst.Call):
+        cur = cur.with_changes(lpar=like.lpar, rpar=like.rpar)
+    return cur
+
+
+def chain_top(sem: Semantics, call: cst.Call) -> cst.BaseExpression:
+    """The outermost call of the method chain `call` is part of (`call` itself when nothing is chained on)."""
+    top: cst.BaseExpression = call
+    while True:
+        parent = sem.index.parent(top)
+        if isinstance(parent, cst.Attribute) and parent.value is top:
+            grand = sem.index.parent(parent)
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                top = grand
+                continue
+        return top
+
+
+def link_index(links: list[Link], call: cst.Call) -> int:
+    for i, link in enumerate(links):
+        if link.call is call:
+            return i
+    return -1
+
+
+def new_link(method: str, args: list[cst.Arg], like: Link) -> Link:
+    """A `.method(args)` link laid out as `like` (same dot whitespace)."""
+    func = like.call.func.with_changes(attr=cst.Name(method))
+    return Link(cst.Call(func=func, args=args))
+
+
+def with_dot_of(link: Link, other: Link) -> Link:
+    """`link` written with `other`'s dot (so a step moved in a one-step-a-line chain keeps the layout)."""
+    func = link.call.func.with_changes(dot=other.call.func.dot)  # type: ignore[union-attr]
+    return Link(link.call.with_changes(func=func))
+
+
+def swap_adjacent(sem: Semantics, first: cst.Call, second: cst.Call) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """For a chain `... .first(a).second(b) ...` in one expression: (node to replace, replacement) with the two
+    steps swapped. None when they are not adjacent links of one expression."""
+    top = chain_top(sem, second)
+    root, links = unchain(top)
+    i, j = link_index(links, first), link_index(links, second)
+    if i < 0 or j != i + 1:
+        return None
+    a, b = links[i], links[j]
+    links[i], links[j] = with_dot_of(b, a), with_dot_of(a, b)
+    return top, rechain(root, links, top)
+
+
+def single_use(sem: Semantics, name: cst.Name, binding_stmt: cst.CSTNode) -> bool:
+    """True when the value bound by `binding_stmt` is read only once (at `name`)."""
+    uses = 0
+    for n in sem.index.nodes(cst.Name):
+        if n.value != name.value:
+            continue
+        parent = sem.index.parent(n)
+        if isinstance(parent, cst.Attribute) and parent.attr is n:
+            continue
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is n:
+            if not isinstance(parent, cst.AugAssign):
+                continue
+        b = sem.index.lookup(n.value, n)
+        if b is not None and b.node is binding_stmt:
+            uses += 1
+    return uses == 1
+
+
+# -- what a mapped function does -------------------------------------------------------------------------------
+
+RANDOM_PREFIXES = ("tensorflow.random.", "tensorflow.image.random_", "tensorflow.compat.v1.random",
+                   "tensorflow.compat.v1.image.random_", "keras.random.", "keras.backend.random",
+                   "tensorflow.experimental.numpy.random", "tensorflow_addons.image.random")
+RANDOM_LAYERS = frozenset({"AugMix", "RandAugment", "CutMix", "MixUp", "GaussianNoise", "GaussianDropout",
+                           "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"})
+
+
+def _is_random_name(q: Optional[str]) -> bool:
+    if not q:
+        return False
+    if "stateless" in q:
+        return False
+    if any(q.startswith(p) for p in RANDOM_PREFIXES):
+        return True
+    if q.startswith("keras."):
+        last = q.rsplit(".", 1)[-1]
+        if last.startswith("Random") or last in RANDOM_LAYERS:
+            return True
+    return False
+
+
+def _random_layer_value(sem: Semantics, value: Optional[cst.BaseExpression], depth: int = 0) -> bool:
+    """A value that builds a random Keras layer, or a Sequential that contains one."""
+    if depth > 3 or not isinstance(value, cst.Call):
+        return False
+    q = sem.call_name(value)
+    if _is_random_name(q) and q and q.startswith("keras.") and q.rsplit(".", 1)[-1][:1].isupper():
+        return True
+    if q in ("keras.Sequential", "keras.models.Sequential"):
+        layers = get_arg(value, "layers", 0)
+        if layers is not None and isinstance(layers.value, (cst.List, cst.Tuple)):
+            for el in layers.value.elements:
+                v = el.value
+                if isinstance(v, cst.Name):
+                    b = sem.index.lookup(v.value, v)
+                    v = b.value if b is not None and b.kind == "assign" else v
+                if _random_layer_value(sem, v, depth + 1):
+                    return True
+    return False
+
+
+def random_call(sem: Semantics, fn, depth: int = 2) -> Optional[cst.Call]:
+    """The first call in `fn` (or in same-file helpers, `depth` levels down) that draws random numbers:
+    `tf.random.*`, `tf.image.random_*`, a Keras random layer built in place, or a name bound to one (or to a
+    Sequential that holds one). Stateless ops (`stateless_random_*`) are not random here: their seed decides."""
+    if fn is None:
+        return None
+    for call, q in calls_in_function(sem, fn, depth):
+        if _is_random_name(q):
+            return call
+        func = call.func
+        if isinstance(func, cst.Call) and _random_layer_value(sem, func):
+            return call  # tf.keras.layers.RandomFlip("horizontal")(x)
+        if isinstance(func, (cst.Name, cst.Attribute)):
+            target = func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                target = None  # self.augment(...) with an attribute set elsewhere: resolved below
+                value = _self_attribute_value(sem, func)
+                if _random_layer_value(sem, value):
+                    return call
+            if isinstance(target, cst.Name):
+                b = sem.index.lookup(target.value, target)
+                if b is not None and b.kind in ("assign", "annassign") and _random_layer_value(sem, b.value):
+                    return call
+    return None
+
+
+def _self_attribute_value(sem: Semantics, attr: cst.Attribute) -> Optional[cst.BaseExpression]:
+    """`self.x` -> the value assigned to `self.x` in the enclosing class (the single assignment), if any."""
+    cls = sem.index.enclosing_class(attr)
+    if cls is None:
+        return None
+    found = []
+    for assign in sem.index.nodes(cst.Assign):
+        for t in assign.targets:
+            tg = t.target
+            if (isinstance(tg, cst.Attribute) and isinstance(tg.value, cst.Name) and tg.value.value == "self"
+                    and tg.attr.value == attr.attr.value and sem.index.enclosing_class(assign) is cls):
+                found.append(assign.value)
+    return found[0] if len(found) == 1 else None
+
+
+# Element-wise TensorFlow ops: applying them to a batch gives the batch of per-element results.
+ELEMENTWISE = frozenset(
+    "tensorflow." + n
+    for n in """
+    cast dtypes.cast saturate_cast identity abs negative sign square sqrt rsqrt exp log log1p expm1 pow round floor
+    ceil add subtract multiply divide truediv floordiv floormod mod maximum minimum clip_by_value where sigmoid tanh
+    sin cos tan erf erfc squared_difference add_n
+    math.abs math.negative math.sign math.square math.sqrt math.rsqrt math.exp math.log math.log1p math.expm1
+    math.pow math.round math.floor math.ceil math.add math.subtract math.multiply math.divide math.truediv
+    math.floordiv math.floormod math.mod math.maximum math.minimum math.sigmoid math.tanh math.sin math.cos math.tan
+    math.erf math.erfc math.squared_difference math.divide_no_nan math.multiply_no_nan math.reciprocal
+    math.is_nan math.is_inf math.is_finite math.logical_and math.logical_or math.logical_not math.equal
+    math.not_equal math.greater math.greater_equal math.less math.less_equal math.softplus math.log_sigmoid
+    math.add_n math.xdivy math.xlogy math.atan2 math.scalar_mul math.real math.imag math.conj
+    equal not_equal greater greater_equal less less_equal logical_and logical_or logical_not
+    nn.relu nn.relu6 nn.elu nn.selu nn.gelu nn.sigmoid nn.tanh nn.softplus nn.softsign nn.silu nn.swish
+    nn.leaky_relu nn.log_sigmoid
+    image.convert_image_dtype image.per_image_standardization image.adjust_brightness image.grayscale_to_rgb
+    image.rgb_to_grayscale image.rgb_to_hsv image.hsv_to_rgb image.rgb_to_yuv image.yuv_to_rgb
+    strings.to_number strings.lower strings.upper strings.strip strings.length strings.regex_replace
+    strings.to_hash_bucket_fast one_hot
+    """.split()
+)
+# Ops that are batch-polymorphic only when their axis counts from the end (a negative literal)
+NEGATIVE_AXIS = {"tensorflow.math.l2_normalize": ("axis", 1), "tensorflow.nn.l2_normalize": ("axis", 1),
+                 "tensorflow.expand_dims": ("axis", 1), "tensorflow.nn.softmax": ("axis", 1),
+                 "tensorflow.math.softmax": ("axis", 1), "tensorflow.concat": ("axis", 1),
+                 "tensorflow.stack": ("axis", 1)}
+ELEMENTWISE_LAYERS = ("keras.layers.Rescaling", "keras.layers.Normalization",
+                      "keras.layers.experimental.preprocessing.Rescaling",
+                      "keras.layers.experimental.preprocessing.Normalization")
+_OK_BINOPS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+class Polymorphism:
+    """Decides whether a mapped function is provably batch-polymorphic: built only from element-wise ops, so
+    `map(fn)` after `batch` computes the same values as before it. Anything it does not know keeps it False."""
+
+    def __init__(self, sem: Semantics) -> None:
+        self.sem = sem
+
+    def function(self, fn, depth: int = 0) -> bool:
+        if fn is None or depth > 2:
+            return False
+        if isinstance(fn, cst.Lambda):
+            params = {p.name.value for p in _params(fn.params)}
+            return self.expr(fn.body, params, depth)
+        if fn.decorators and not all(self._decorator_ok(d) for d in fn.decorators):
+            return False
+        params = _params(fn.params)
+        if isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None:
+            return False
+        local = {p.name.value for p in params}
+        body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else [fn.body]
+        returned = False
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                        continue  # docstring
+                    if isinstance(small, cst.Assign):
+                        if not self.expr(small.value, local, depth):
+                            return False
+                        for t in small.targets:
+                            names = _target_names(t.target)
+                            if names is None:
+                                if self._dict_store(t.target, local):
+                                    continue
+                                return False
+                            local |= names
+                    elif isinstance(small, cst.AugAssign):
+                        if not isinstance(small.target, cst.Name) or small.target.value not in local:
+                            if not self._dict_store(small.target, local):
+                                return False
+                        if not isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign,
+                                                           cst.DivideAssign)):
+                            return False
+                        if not self.expr(small.value, local, depth):
+                            return False
+                    elif isinstance(small, cst.Return):
+                        if small.value is None or not self.expr(small.value, local, depth):
+                            return False
+                        returned = True
+                    elif isinstance(small, cst.Pass):
+                        continue
+                    else:
+                        return False
+            else:
+                return False  # if/for/with/try: control flow is not provably element-wise
+        return returned
+
+    def _decorator_ok(self, dec: cst.Decorator) -> bool:
+        return self.sem.functions.decorator_is_tf_function(dec)
+
+    def _dict_store(self, target: cst.BaseExpression, local: set[str]) -> bool:
+        """`features["x"] = ...` on a local dict."""
+        return (isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)
+                and target.value.value in local and self._string_key(target))
+
+    def _string_key(self, sub: cst.Subscript) -> bool:
+        if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+            return False
+        return isinstance(sub.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString))
+
+    def expr(self, e: cst.BaseExpression, local: set[str], depth: int) -> bool:
+        if isinstance(e, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(e, cst.Name):
+            if e.value in local or e.value in ("True", "False", "None"):
+                return True
+            return self._constant_name(e)
+        if isinstance(e, (cst.Tuple, cst.List)):
+            if isinstance(e, cst.List) and _numeric_list(e):
+                return True  # a rank-1 constant (per-channel mean/std) broadcasts from the right
+            return all(not isinstance(el, cst.StarredElement) and self.expr(el.value, local, depth) for el in e.elements)
+        if isinstance(e, cst.Dict):
+            for el in e.elements:
+                if not isinstance(el, cst.DictElement) or not isinstance(el.key, (cst.SimpleString, cst.ConcatenatedString)):
+                    return False
+                if not self.expr(el.value, local, depth):
+                    return False
+            return True
+        if isinstance(e, cst.BinaryOperation):
+            return isinstance(e.operator, _OK_BINOPS) and self.expr(e.left, local, depth) and self.expr(e.right, local, depth)
+        if isinstance(e, cst.UnaryOperation):
+            return isinstance(e.operator, (cst.Minus, cst.Plus)) and self.expr(e.expression, local, depth)
+        if isinstance(e, cst.Subscript):
+            # features["image"]: a dict element stays a dict of batches; x[0] would index the batch
+            return isinstance(e.value, cst.Name) and e.value.value in local and self._string_key(e)
+        if isinstance(e, cst.Attribute):
+            q = self.sem.qualified_name(e)
+            return bool(q) and q.startswith("tensorflow.") and q.rsplit(".", 1)[-1] in _DTYPES
+        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString)):
+            return True
+        if isinstance(e, cst.Call):
+            return self._call(e, local, depth)
+        return False
+
+    def _args_ok(self, call: cst.Call, local: set[str], depth: int, skip: Iterable[str] = ()) -> bool:
+        for a in call.args:
+            if a.star:
+                return False
+            if a.keyword is not None and (a.keyword.value in ("name", "dtype") or a.keyword.value in skip):
+                continue
+            if not self.expr(a.value, local, depth):
+                return False
+        return True
+
+    def _call(self, call: cst.Call, local: set[str], depth: int) -> bool:
+        q = self.sem.call_name(call)
+        if q in ELEMENTWISE:
+            return self._args_ok(call, local, depth)
+        if q in NEGATIVE_AXIS:
+            kw, pos = NEGATIVE_AXIS[q]
+            axis = get_arg(call, kw, pos)
+            v = literal_value(axis.value) if axis is not None else NOT_LITERAL
+            if not (isinstance(v, int) and not isinstance(v, bool) and v < 0):
+                return False
+            return self._args_ok(call, local, depth, skip=(kw,))
+        # a Keras Rescaling/Normalization layer bound to a name and called on the element
+        if isinstance(call.func, cst.Name):
+            b = self.sem.index.lookup(call.func.value, call.func)
+            if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
+                if self.sem.call_name(b.value) in ELEMENTWISE_LAYERS:
+                    return self._args_ok(call, local, depth, skip=("training",))
+        target = self.sem.functions.resolve_callable(call.func)
+        if target is not None and not isinstance(call.func, cst.Lambda):
+            return self._args_ok(call, local, depth) and self.function(target, depth + 1)
+        return False
+
+    def _constant_name(self, name: cst.Name) -> bool:
+        b = self.sem.index.lookup(name.value, name)
+        if b is None or b.kind not in ("assign", "annassign") or b.value is None:
+            return False
+        v = b.value
+        if isinstance(v, cst.List) and _numeric_list(v):
+            return True
+        if isinstance(v, cst.Call) and self.sem.call_name(v) in ("tensorflow.constant",) and v.args:
+            inner = v.args[0].value
+            return literal_value(inner) is not NOT_LITERAL or (isinstance(inner, cst.List) and _numeric_list(inner))
+        value = literal_value(v)
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_DTYPES = frozenset("float16 float32 float64 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool "
+                    "complex64 complex128 string".split())
+
+
+def _numeric_list(e: cst.List) -> bool:
+    if not e.elements:
+        return False
+    for el in e.elements:
+        v = literal_value(el.value)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return False
+    return True
+
+
+def _params(params: cst.Parameters) -> list[cst.Param]:
+    return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+
+
+def _target_names(t: cst.BaseExpression) -> Optional[set[str]]:
+    if isinstance(t, cst.Name):
+        return {t.value}
+    if isinstance(t, (cst.Tuple, cst.List)):
+        out: set[str] = set()
+        for el in t.elements:
+            inner = _target_names(el.value)
+            if inner is None or isinstance(el, cst.StarredElement):
+                return None
+            out |= inner
+        return out
+    return None
