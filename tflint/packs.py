@@ -152,9 +152,10 @@ def schema_errors(rf: RuleFile) -> list[PackError]:
     from jsonschema.exceptions import relevance
 
     out: list[tuple[int, PackError]] = []
-    for err in sorted(_validator().iter_errors(rf.data), key=relevance):
+    for top in sorted(_validator().iter_errors(rf.data), key=relevance):
+        err, hint = _refine(top, None)
         path = list(err.absolute_path)
-        message, key = _describe(err)
+        message, key = _describe(err, hint)
         line = rf.line(path, key)
         out.append((line, PackError(f"{rf.path}:{line}: {_where(path)}{message}")))
     out.sort(key=lambda t: t[0])
@@ -170,9 +171,33 @@ def _where(path: list[Any]) -> str:
     return f"`{text}`: "
 
 
-def _describe(err) -> tuple[str, Optional[str]]:
+def _refine(err, hint: Optional[str]):
+    """Descend into a `oneOf` whose alternatives differ by type (a name or a list of names; an entry or a list of
+    entries) to the alternative the value has the type of, so the error points inside it. Returns the error and
+    the nearest `x-message` on the way down."""
+    from jsonschema.exceptions import relevance
+
+    schema_ = err.schema if isinstance(err.schema, dict) else {}
+    hint = schema_.get("x-message", hint)
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        branches: dict[Any, list[Any]] = {}
+        for sub in err.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        viable = [errs for errs in branches.values()
+                  if not any(e.validator in ("type", "enum") and not e.relative_path for e in errs)]
+        if not viable:  # e.g. a bad enum value: the alternative that is not a type mismatch
+            viable = [errs for errs in branches.values()
+                      if not any(e.validator == "type" and not e.relative_path for e in errs)]
+        if len(viable) == 1 and len(branches) > 1:
+            return _refine(max(viable[0], key=relevance), hint)
+    return err, hint
+
+
+def _describe(err, hint: Optional[str] = None) -> tuple[str, Optional[str]]:
     """A message for one jsonschema error (and the key to point at, when the problem is a key)."""
     schema_ = err.schema if isinstance(err.schema, dict) else {}
+    if "x-message" not in schema_ and hint and err.validator not in ("additionalProperties", "required"):
+        schema_ = {**schema_, "x-message": hint}
     instance = err.instance
     if err.validator == "additionalProperties" and isinstance(instance, dict):
         known = sorted(schema_.get("properties", {}))

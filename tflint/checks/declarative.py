@@ -31,6 +31,7 @@ import libcst as cst
 
 from ..findings import Applicability
 from ..semantics import NOT_LITERAL, get_arg, literal_value
+from ..semantics.names import canonical
 from .base import Check
 from .common import add_keyword_arg
 
@@ -74,6 +75,8 @@ def validate_entries(pattern: Any) -> list[dict[str, Any]]:
             raise PatternError(f"{where}: `replace-with` goes with `symbol`")
         if ("rename-method" in e or "receiver" in e) and "method" not in e:
             raise PatternError(f"{where}: `rename-method`/`receiver` go with `method`")
+        if "add-arg" in e and "missing-arg" not in e:
+            raise PatternError(f"{where}: `add-arg` needs `missing-arg` (else the fix could pass the argument twice)")
         out.append(e)
     return out
 
@@ -86,12 +89,17 @@ def dataset_functions(pattern: Any) -> list[str]:
     out = []
     for e in entries:
         v = e.get("dataset-function")
-        out += v if isinstance(v, list) else ([v] if v else [])
+        out += [canonical(q) for q in (v if isinstance(v, list) else ([v] if v else []))]
     return out
 
 
 def _names(value: Any) -> set[str]:
     return set(value) if isinstance(value, list) else {value}
+
+
+def _qnames(value: Any) -> set[str]:
+    """Qualified names as the resolver spells them (`tensorflow.keras.X` -> `keras.X`, ...)."""
+    return {canonical(v) for v in _names(value)}
 
 
 class DeclarativeCheck(Check):
@@ -104,8 +112,8 @@ class DeclarativeCheck(Check):
         self.symbols = [e for e in entries if "symbol" in e]
         self.calls = [e for e in entries if "call" in e]
         self.methods = [e for e in entries if "method" in e]
-        self._symbol_tails = {s.rsplit(".", 1)[-1] for e in self.symbols for s in _names(e["symbol"])}
-        self._call_tails = {s.rsplit(".", 1)[-1] for e in self.calls for s in _names(e["call"])}
+        self._symbol_tails = {s.rsplit(".", 1)[-1] for e in self.symbols for s in _qnames(e["symbol"])}
+        self._call_tails = {s.rsplit(".", 1)[-1] for e in self.calls for s in _qnames(e["call"])}
         self._method_names = {m for e in self.methods for m in _names(e["method"])}
         self._default_fix = next((f for f in meta.fix if f != "none"), "display")
 
@@ -133,7 +141,7 @@ class DeclarativeCheck(Check):
         if q is None:
             return
         for e in self.symbols:
-            if q in _names(e["symbol"]):
+            if q in _qnames(e["symbol"]):
                 new = e.get("replace-with")
                 message = e.get("message") or (f"`{q}` is deprecated; use `{new}`" if new else f"`{q}` is not allowed here")
                 spelled = self.names.alias_for(new) if new else None
@@ -154,7 +162,7 @@ class DeclarativeCheck(Check):
             q = self.names.call_name(node)
             if q is not None:
                 for e in self.calls:
-                    if q in _names(e["call"]) and self._conditions(node, e):
+                    if q in _qnames(e["call"]) and self._conditions(node, e):
                         self._report_call(node, e, f"`{q}`")
                         return
         if tail in self._method_names and isinstance(func, cst.Attribute):

@@ -1,0 +1,158 @@
+"""The rule-file schema: it is a valid JSON Schema, every shipped rule and the example pack satisfy it, it agrees
+with the declarative matcher's own validation, and a malformed file is reported with its line and the problem."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tflint.checks import declarative
+from tflint.packs import SCHEMA_PATH, PackError, load_rule_file, read_rule_file, rule_files, schema, schema_errors
+from tflint.registry import DOC_SECTIONS, FIX_KINDS, rules_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_PACK = ROOT / "fixtures" / "rule-packs" / "example"
+
+
+def test_schema_is_a_valid_json_schema_inside_the_package():
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(schema())
+    package = ROOT / "tflint"
+    assert package in SCHEMA_PATH.parents  # shipped with the wheel (packages = ["tflint"])
+    json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+BUILTIN_FILES = rule_files(rules_dir())
+
+
+@pytest.mark.parametrize("path", BUILTIN_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_builtin_rule_file_satisfies_the_schema(path):
+    rf = read_rule_file(path)
+    assert [str(e) for e in schema_errors(rf)] == []
+    meta, _ = load_rule_file(path, pack=False)
+    assert meta.code.startswith("TFL")
+
+
+@pytest.mark.parametrize("path", rule_files(EXAMPLE_PACK), ids=lambda p: p.name)
+def test_example_pack_satisfies_the_schema(path):
+    meta, rf = load_rule_file(path, pack=True)
+    assert meta.pattern and rf.data.get("examples"), "every example rule has a pattern and examples"
+
+
+def test_there_are_builtin_rules_to_check():
+    assert len(BUILTIN_FILES) >= 4
+
+
+# -- in sync with tflint/checks/declarative.py and the registry ---------------------------------------------------
+def test_entry_keys_match_the_matcher():
+    entry = schema()["$defs"]["entry"]
+    assert set(entry["properties"]) == declarative.ENTRY_KEYS
+    assert [alt["required"][0] for alt in entry["oneOf"]] == list(declarative.MATCH_KEYS)
+    assert entry["properties"]["receiver"]["enum"] == list(declarative.RECEIVERS)
+    assert schema()["$defs"]["fixKind"]["enum"] == list(FIX_KINDS)
+    assert set(DOC_SECTIONS) <= set(schema()["properties"])
+
+
+# Malformed `pattern:` entries: the schema and validate_entries must both reject them.
+BAD_ENTRIES = [
+    {"call": "a.b", "keywrd": "x"},
+    {"call": "a.b", "method": "m"},
+    {"keyword": "x"},
+    {"call": "a.b", "rename-keyword": "y"},
+    {"symbol": "a.b", "rename-method": "y"},
+    {"call": "a.b", "replace-with": "a.c"},
+    {"method": "m", "receiver": "tensor"},
+    {"call": "a.b", "fix": "sometimes"},
+    {"call": "a.b", "missing-arg": {"position": 1}},
+    {"call": "a.b", "arg": "x"},
+    {"call": "a.b", "add-arg": {"name": "x", "value": "1"}},
+    "call: a.b",
+]
+GOOD_ENTRIES = [
+    {"symbol": "tensorflow.data.experimental.AUTOTUNE", "replace-with": "tensorflow.data.AUTOTUNE"},
+    {"call": ["tensorflow.function"], "keyword": "experimental_compile", "rename-keyword": "jit_compile"},
+    {"method": "experimental_run_v2", "receiver": "strategy", "rename-method": "run", "fix": "safe"},
+    {"method": "interleave", "receiver": "dataset", "missing-arg": {"name": "deterministic", "position": 4},
+     "add-arg": {"name": "deterministic", "value": "False"}},
+    {"method": "map", "missing-arg": {"name": "num_parallel_calls"},
+     "add-arg": {"name": "num_parallel_calls", "symbol": "tensorflow.data.AUTOTUNE"}},
+    {"call": "mypkg.make_reader", "arg": {"name": "num_readers", "position": 1, "equals": 1}, "message": "m"},
+    {"call": "tensorflow.compat.v1.data.make_one_shot_iterator", "rename-to": "builtins.iter"},
+    {"dataset-function": ["mypkg.data.load_dataset", "mypkg.data.load_eval"]},
+]
+
+
+def _rule(pattern):
+    return {"code": "ACME1", "name": "a-rule", "summary": "s", "pattern": [pattern]}
+
+
+def _schema_ok(data) -> bool:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema()).is_valid(data)
+
+
+def _matcher_ok(pattern) -> bool:
+    try:
+        declarative.validate_entries([pattern])
+        return True
+    except declarative.PatternError:
+        return False
+
+
+@pytest.mark.parametrize("entry", BAD_ENTRIES, ids=str)
+def test_bad_entries_are_rejected_by_both(entry):
+    assert not _schema_ok(_rule(entry))
+    assert not _matcher_ok(entry)
+
+
+@pytest.mark.parametrize("entry", GOOD_ENTRIES, ids=str)
+def test_good_entries_are_accepted_by_both(entry):
+    assert _schema_ok(_rule(entry))
+    assert _matcher_ok(entry)
+
+
+# -- the error names the file, the line and the problem ------------------------------------------------------------
+MALFORMED = [
+    # (file text, line, words the message must contain)
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n    keywrd: c\n", 6, "unknown key `keywrd`"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n    method: c\n", 5, "exactly one of"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: tf.compat.v1.Session\n", 5, "not the import alias `tf.`"),
+    ("code: ACME1\nname: a\nsummary: s\ndefault: maybe\npattern:\n  - call: a.b\n", 4, "`default` must be true or false"),
+    ("code: ACME1\nname: a\nsummary: s\nfix: [safe, sfe]\npattern:\n  - call: a.b\n", 4, "`fix[1]`"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n  - call: a.c\n    rename-keyword: k\n", 7,
+     "`rename-keyword` needs `keyword`"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - method: m\n    receiver: tensor\n", 6, "`receiver` must be one of"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n    missing-arg: {name: q}\n"
+     "    add-arg: {name: q, value: '1 +'}\n", 7, "must be a Python expression"),
+    ("code: ACME1\nname: a\nsummary: s\ncode: ACME2\npattern:\n  - call: a.b\n", 4, "duplicate key `code`"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n   - call: a.c\n", 6, "invalid YAML"),
+    ("code: acme1\nname: a\nsummary: s\npattern:\n  - call: a.b\n", 1, "upper-case letters followed by digits"),
+    ("name: a\nsummary: s\npattern:\n  - call: a.b\n", 1, "missing `code`"),
+    ("code: ACME1\nname: Not A Name\nsummary: s\npattern:\n  - call: a.b\n", 2, "lower-case words joined by dashes"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\nexamples:\n  shuold-flag: []\n", 7,
+     "unknown key `shuold-flag`"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\nexamples:\n  should-flag:\n    - |\n      x = (\n", 8,
+     "not valid Python"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\nexamples:\n  target-version: 2.10\n", 7,
+     "quoted"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\nexamples:\n  fixed:\n    - before: x\n", 8,
+     "missing `after`"),
+    ("- a\n- b\n", 1, "must be a mapping"),
+    ("", 1, "empty"),
+    ("code: TFL901\nname: a\nsummary: s\npattern:\n  - call: a.b\n", 1, "prefix TFL is reserved"),
+    ("code: ACME1\nname: a\nsummary: s\n", 3, "needs a `pattern:`"),
+]
+
+
+@pytest.mark.parametrize("text,line,words", MALFORMED, ids=[m[2] for m in MALFORMED])
+def test_malformed_rule_file_names_file_line_and_problem(tmp_path, text, line, words):
+    path = tmp_path / "rule.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PackError) as info:
+        load_rule_file(path, pack=True)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: "), message
+    assert words in message, message
