@@ -114,6 +114,7 @@ class TflintServer(LanguageServer):
             settings = Settings.create(registry, config)
         except (ConfigError, RegistryError) as exc:
             self._config_error(key, str(exc))
+            # the defaults; if even the built-in rules cannot load, RegistryError reaches the caller
             settings = Settings.create(default_registry(), Config(root=start if start.is_dir() else Path.cwd()))
         self._settings[key] = settings
         return settings
@@ -197,19 +198,31 @@ class TflintServer(LanguageServer):
         path = to_fs_path(uri) or uri
         settings, findings = await self.run(self._analyse, text, path)
         current = self.workspace.text_documents.get(uri)
-        if current is None or current.version != version:
+        if current is None or current.version != version or settings is None:
             return None  # edited (or closed) meanwhile: a newer check is on its way
         analysis = Analysis(uri, version, text, findings, settings)
         self.analyses[uri] = analysis
         self.publish(analysis)
         return analysis
 
-    def _analyse(self, text: str, path: str) -> tuple[Settings, list[Finding]]:
-        settings = self.settings_for(path)
+    def _analyse(self, text: str, path: str) -> tuple[Optional[Settings], list[Finding]]:
+        settings = self._settings_or_report(path)
+        if settings is None:
+            return None, []
         result = check_text(text, path, settings)
         for err in result.errors:
             self._outbox.append((lsp.MessageType.Error, err, False))
         return settings, result.findings
+
+    def _settings_or_report(self, path: str) -> Optional[Settings]:
+        try:
+            return self.settings_for(path)
+        except RegistryError as exc:  # the rules themselves cannot load: say so once, check nothing
+            key = ("registry", str(exc))
+            if key not in self._reported:
+                self._reported.add(key)
+                self._outbox.append((lsp.MessageType.Error, f"tflint: cannot load the rules: {exc}", True))
+            return None
 
     async def check_notebook(self, nb_uri: str) -> list[Analysis]:
         nb = self.workspace.get_notebook_document(notebook_uri=nb_uri)
@@ -223,7 +236,7 @@ class TflintServer(LanguageServer):
             path += ".ipynb"
         settings, per_cell = await self.run(self._analyse_cells, [s for _, _, s in snapshot], path)
         nb = self.workspace.get_notebook_document(notebook_uri=nb_uri)
-        if nb is None or nb.version != version:
+        if nb is None or nb.version != version or settings is None:
             return []
         out = []
         for (uri, cell_version, text), findings in zip(snapshot, per_cell):
@@ -247,7 +260,9 @@ class TflintServer(LanguageServer):
     def _analyse_cells(self, sources: list[str], path: str) -> tuple[Settings, list[list[Finding]]]:
         from .notebook import Notebook, join_cells
 
-        settings = self.settings_for(path)
+        settings = self._settings_or_report(path)
+        if settings is None:
+            return None, [[] for _ in sources]
         text, rows = join_cells(sources)
         nb = Notebook("", {}, list(range(len(sources))), sources, text, rows)
         result = check_text(text, path, settings)
@@ -258,7 +273,7 @@ class TflintServer(LanguageServer):
                 per_cell[m.cell - 1].append(m.with_changes(cell=None))
         return settings, per_cell
 
-    def _joined_fix(self, nb_uri: str, settings_path: str) -> dict[str, str]:
+    def _joined_fix(self, nb_uri: str, settings_path: str, settings: Settings) -> dict[str, str]:
         """Safe fixes for a whole notebook: cell uri -> new text of the cells that change."""
         from .notebook import Notebook, fixed_sources, join_cells
 
@@ -269,8 +284,7 @@ class TflintServer(LanguageServer):
         sources = [doc.source for _, doc in cells]
         text, rows = join_cells(sources)
         model = Notebook("", {}, list(range(len(sources))), sources, text, rows)
-        settings = _safe_only(self.settings_for(settings_path))
-        fixed = fix_text(text, settings_path, settings)
+        fixed = fix_text(text, settings_path, _safe_only(settings))
         new = fixed_sources(model, fixed.text) if fixed.text != text else None
         if not new:
             return {}
@@ -369,7 +383,7 @@ class TflintServer(LanguageServer):
             path = to_fs_path(a.notebook) or a.notebook
             if not path.endswith(".ipynb"):
                 path += ".ipynb"
-            changed = self._joined_fix(a.notebook, path)
+            changed = self._joined_fix(a.notebook, path, a.settings)
             if not changed:
                 return None
             changes = {}
@@ -641,4 +655,5 @@ async def _hover(ls: TflintServer, params: lsp.HoverParams) -> Optional[lsp.Hove
 def main() -> int:
     logging.basicConfig(level=os.environ.get("TFLINT_LOG_LEVEL", "WARNING"), format="tflint-server %(levelname)s %(message)s")
     server.start_io()
-    return 0
+    # the protocol's exit code: 0 when `exit` followed `shutdown`, 1 otherwise (pygls swallows its SystemExit)
+    return 0 if getattr(server.protocol, "_shutdown", False) else 1
