@@ -1,0 +1,28 @@
+"""TFL112 cache-after-shuffle: `.shuffle(...).cache()` replays the first epoch's order forever."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ...semantics import get_arg
+from ..base import Check
+from .chain import dataset_call, is_false_literal, upstream_until
+
+
+class CacheAfterShuffle(Check):
+    code = "TFL112"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        p = dataset_call(self.sem, node, ("cache",))
+        if p is None:
+            return
+        for s in upstream_until(p, ("cache",)):
+            if s.method == "shuffle" and s.call is not None:
+                if is_false_literal(get_arg(s.call, "reshuffle_each_iteration", 2)):
+                    return  # one fixed order was asked for: caching it changes nothing
+                self.report(
+                    node,
+                    "`cache()` after `shuffle()`: the cache stores the first epoch's order and every later epoch "
+                    "replays it; cache first, then shuffle",
+                    start_node=node.func.attr,
+                )
+                return
