@@ -82,25 +82,43 @@ def model_origin(sem: Semantics, expr: cst.BaseExpression, _depth: int = 0) -> O
             return None
         if b.kind in ("assign", "annassign") and b.value is not None and b.value is not expr:
             return model_origin(sem, b.value, _depth + 1)
-        if b.kind == "param" and isinstance(b.node, cst.Param) and b.node.annotation is not None:
-            q = sem.names.qualified_name(b.node.annotation.annotation)
-            if q in MODEL_CLASSES:
-                return None  # a model, but not created here: callers use is_model_value
-        return None
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        cls = sem.index.enclosing_class(expr)
-        if cls is None:
-            return None
-        for assign in sem.index.nodes(cst.Assign):
-            if sem.index.enclosing_class(assign) is not cls:
-                continue
-            for t in assign.targets:
-                tt = t.target
-                if (isinstance(tt, cst.Attribute) and isinstance(tt.value, cst.Name) and tt.value.value == "self"
-                        and tt.attr.value == expr.attr.value):
-                    found = model_origin(sem, assign.value, _depth + 1)
-                    if found is not None:
-                        return found
+        return None  # parameters annotated `keras.Model`: see is_model_value
+    for value in self_attribute_values(sem, expr):
+        found = model_origin(sem, value, _depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def self_attribute_values(sem: Semantics, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """For `self.x`, the values assigned to `self.x` anywhere in the enclosing class."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return []
+    cls = sem.index.enclosing_class(expr)
+    if cls is None:
+        return []
+    out = []
+    for assign in sem.index.nodes(cst.Assign):
+        if sem.index.enclosing_class(assign) is not cls:
+            continue
+        for t in assign.targets:
+            tt = t.target
+            if (isinstance(tt, cst.Attribute) and isinstance(tt.value, cst.Name) and tt.value.value == "self"
+                    and tt.attr.value == expr.attr.value):
+                out.append(assign.value)
+    return out
+
+
+def origin_call(sem: Semantics, expr: cst.BaseExpression) -> Optional[cst.Call]:
+    """The call a name or `self.x` was assigned from (the only one, for `self.x`), or None."""
+    value = resolve_value(sem, expr)
+    if isinstance(value, cst.Call):
+        return value
+    values = self_attribute_values(sem, expr)
+    if len(values) == 1:
+        value = resolve_value(sem, values[0])
+        if isinstance(value, cst.Call):
+            return value
     return None
 
 
