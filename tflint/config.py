@@ -122,7 +122,7 @@ class Config:
             return cls.from_table(table, path.resolve().parent, path, where)
         found = find_pyproject(start or Path.cwd())
         if found is None:
-            return cls(root=(start or Path.cwd()).resolve() if (start and Path(start).is_dir()) else Path.cwd())
+            return cls(root=Path.cwd())
         table = _read_toml(found).get("tool", {}).get("tflint", {})
         return cls.from_table(table, found.resolve().parent, found, f"{found} [tool.tflint]")
 
