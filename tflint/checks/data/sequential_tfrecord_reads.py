@@ -1,0 +1,83 @@
+"""TFL109 sequential-tfrecord-reads: a record reader over several files with no `num_parallel_reads`."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import get_arg, literal_value, NOT_LITERAL
+from ..base import Check
+from ..common import add_keyword_arg, autotune
+
+READERS = {  # qualified name -> (position of filenames, position of num_parallel_reads)
+    "tensorflow.data.TFRecordDataset": 3,
+    "tensorflow.data.TextLineDataset": 3,
+    "tensorflow.data.FixedLengthRecordDataset": 6,
+    "tensorflow.compat.v1.data.TFRecordDataset": 3,
+    "tensorflow.compat.v1.data.TextLineDataset": 3,
+    "tensorflow.compat.v1.data.FixedLengthRecordDataset": 6,
+}
+# Calls that return a list of several file names
+MANY_FILES = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "tensorflow.io.matching_files",
+                        "tensorflow.compat.v1.gfile.Glob", "tensorflow.gfile.Glob", "os.listdir",
+                        "tensorflow.io.gfile.listdir"})
+
+
+class SequentialTfrecordReads(Check):
+    code = "TFL109"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.sem.call_name(node)
+        if q not in READERS:
+            return
+        if get_arg(node, "num_parallel_reads", READERS[q]) is not None or any(a.star for a in node.args):
+            return
+        files = get_arg(node, "filenames", 0)
+        if files is None:
+            return
+        why = self._several(files.value, 0)
+        if why is None:
+            return
+        cls = q.rsplit(".", 1)[-1]
+        message = (f"`{cls}` over {why} without `num_parallel_reads`: the files are read one after another on one "
+                   "thread; `num_parallel_reads` reads them in parallel (records of different files interleave)")
+        spelling = autotune(self.sem, self.target_version)
+        if spelling is None:
+            self.report(node, message)
+            return
+        self.report(node, message, replacement=add_keyword_arg(node, "num_parallel_reads", spelling),
+                    fix_message=f"Add `num_parallel_reads={spelling}` (changes record order)",
+                    applicability=Applicability.UNSAFE)
+
+    def _several(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
+        """Why `expr` names several files, or None when that is not evident."""
+        if depth > 4:
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            if len(expr.elements) >= 2 or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return "a list of files"
+            return None
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return "a list of files"
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind in ("assign", "annassign") and b.value is not None:
+                return self._several(b.value, depth + 1)
+            return None
+        if isinstance(expr, cst.Call):
+            q = self.sem.call_name(expr)
+            if q in MANY_FILES:
+                return f"the files of `{self.code_for(expr.func)}`"
+            if q in ("builtins.sorted", "builtins.list") and expr.args:
+                return self._several(expr.args[0].value, depth + 1)
+            p = self.datasets.pipeline(expr)
+            if p is not None and p.source.kind == "files":
+                return "a dataset of file names"
+            return None
+        if self.datasets.pipeline(expr) is not None:
+            return None
+        v = literal_value(expr)
+        if v is not NOT_LITERAL:
+            return None
+        return None
