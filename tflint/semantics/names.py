@@ -126,6 +126,8 @@ class Names:
                 cand = name
             elif target.startswith(q + "."):
                 cand = name + target[len(q):]
+            elif q == "tensorflow" and target.startswith("keras."):
+                cand = name + ".keras" + target[len("keras"):]  # `tf.keras.X` is `keras.X`
             else:
                 continue
             if best is None or cand.count(".") < best.count(".") or (
