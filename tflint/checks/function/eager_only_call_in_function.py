@@ -40,6 +40,11 @@ class EagerOnlyCallInFunction(Check):
 
     def _tensor_like(self, recv: cst.BaseExpression) -> bool:
         t = tensors(self)
+        fn = self.functions.tf_function_of(recv)
+        if isinstance(recv, cst.Name):
+            b = self.index.lookup(recv.value, recv)
+            if b is None or fn is None or not (b.scope is fn or self.functions.is_inside(b.scope, fn)):
+                return False  # captured from outside: may be an eager tensor (its value is frozen at trace time)
         if t.is_tensor(recv):
             return True
         # a local value of the graph function whose origin is not resolved (a call result, a parameter):

@@ -29,7 +29,7 @@ class FunctionCreatedInLoop(Check):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.functions.tf_function_decorator(node) is not None:
-            self._consider(node, node.name, f"`@tf.function def {node.name.value}`")
+            self._consider(node, self.functions.tf_function_decorator(node), f"`@tf.function def {node.name.value}`")
 
     def _consider(self, node: cst.CSTNode, report_at: cst.CSTNode, what: str) -> None:
         if self._memoized(node):

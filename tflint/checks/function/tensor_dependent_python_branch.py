@@ -71,13 +71,17 @@ class TensorDependentPythonBranch(Check):
         name, e1, e2 = a[0], a[1], b[1]
         cond = self._code(node.test)
         where = spell(self, "tensorflow.where")
+        comments = [c.value for c in (node.body.header.comment, node.orelse.body.header.comment) if c is not None]
+        if any(line.comment is not None for line in node.orelse.leading_lines):
+            return None
+        tail = "  " + "  ".join(comments) if comments else ""  # keep the comments of the `if`/`else` lines
         if where and self._pure(e1) and self._pure(e2) and self._bool_condition(node.test):
-            text = f"{name} = {where}({cond}, {self._code(e1)}, {self._code(e2)})"
+            text = f"{name} = {where}({cond}, {self._code(e1)}, {self._code(e2)}){tail}"
             return (text, Applicability.UNSAFE,
                     f"Replace the `if` with `{name} = {where}(...)` (computes both sides, selects elementwise)")
         tcond = spell(self, "tensorflow.cond")
         if tcond and not walk(node.test, cst.BooleanOperation) and not self._has_not(node.test):
-            text = f"{name} = {tcond}({cond}, lambda: {self._code(e1)}, lambda: {self._code(e2)})"
+            text = f"{name} = {tcond}({cond}, lambda: {self._code(e1)}, lambda: {self._code(e2)}){tail}"
             return (text, Applicability.DISPLAY, f"Write the branch explicitly: `{name} = {tcond}(...)`")
         return None
 
@@ -90,7 +94,7 @@ class TensorDependentPythonBranch(Check):
         s = stmt.body[0]
         if not isinstance(s, cst.Assign) or len(s.targets) != 1 or not isinstance(s.targets[0].target, cst.Name):
             return None
-        if block.header.comment is not None or stmt.trailing_whitespace.comment is not None or stmt.leading_lines:
+        if stmt.trailing_whitespace.comment is not None or stmt.leading_lines:
             return None  # comments would be lost
         return s.targets[0].target.value, s.value
 
