@@ -85,6 +85,7 @@ class Measurement:
     items: tuple[float, float] = (0.0, 0.0)  # items (elements or calls) per run
     runs: tuple[int, int] = (0, 0)
     seconds: float = 0.0
+    load: float = 0.0  # the highest 1-minute load average seen while measuring (other processes add noise)
 
     @property
     def summary(self) -> Optional[bench.Summary]:
@@ -118,6 +119,7 @@ class Measurement:
                       "throughput": self.throughput(1), "runs_per_trial": self.runs[1]},
             "trials": len(self.pairs),
             "seconds": round(self.seconds, 2),
+            "load_average": round(self.load, 2),
         }
 
 
@@ -276,6 +278,16 @@ def plan_variants(t: Target, text: str, registry, config) -> tuple[list[Variant]
     return variants, fired, messages
 
 
+def order_changing(codes: list[str], registry) -> bool:
+    """Whether any of these rules documents (`order-changing: true` in its YAML) that its fix changes the order
+    of a dataset's elements: only then are the elements compared as a multiset."""
+    for c in codes:
+        meta = registry.get(c)
+        if meta is not None and meta.raw.get("order-changing") is True:
+            return True
+    return False
+
+
 # ================================================================================================================
 # one pair
 # ================================================================================================================
@@ -288,11 +300,7 @@ class PairRunner:
         self.label = f"{t.path.name}::{t.factory} [{', '.join(variant.codes) or 'manual'}]"
 
     def _ordered(self) -> bool:
-        for c in self.v.codes:
-            meta = self.registry.get(c)
-            if meta is not None and meta.raw.get("order-changing"):
-                return False
-        return True
+        return not order_changing(self.v.codes, self.registry)
 
     def run(self) -> VariantResult:
         names = [self.registry.get(c).name if self.registry.get(c) else c for c in self.v.codes]
@@ -357,14 +365,14 @@ class PairRunner:
         return kind == "dataset" or bool(re.search(r"\bDataset\b|TFRecordDataset|TextLineDataset", self.text))
 
     def measure(self, a: Worker, b: Worker, mode: str, static_opts: bool, budget: float) -> Measurement:
-        m = Measurement(mode, static_opts)
+        m = Measurement(mode, static_opts, load=_load())
         tag = "" if static_opts else " (static tf.data optimizations off)"
         self.progress.update(f"{self.label}: warming up{tag}", force=True)
         wa = a.request({"cmd": "warmup"})
         wb = b.request({"cmd": "warmup"})
-        runs_a, runs_b = bench.runs_for(wa["wall"]), bench.runs_for(wb["wall"])
+        runs_a, runs_b = bench.runs_for(wa["wall"] / wa["runs"]), bench.runs_for(wb["wall"] / wb["runs"])
         m.runs = (runs_a, runs_b)
-        m.items = (float(wa["items"]), float(wb["items"]))
+        m.items = (wa["items"] / wa["runs"], wb["items"] / wb["runs"])
         start = time.monotonic()
         ratios: list[float] = []
         last_pair = 0.0
@@ -393,7 +401,15 @@ class PairRunner:
                     f"IQR {s.q1:.2f}-{s.q3:.2f}  {time.monotonic() - start:.0f}/{budget:.0f} s"
                 )
         m.seconds = time.monotonic() - start
+        m.load = max(m.load, _load())
         return m
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):  # pragma: no cover - not on every platform
+        return 0.0
 
 
 # ================================================================================================================
@@ -468,6 +484,11 @@ def render_table(results: list[VariantResult], pending: list[tuple[Target, list[
     head = []
     if dev:
         head.append(f"Device: {dev['name']}; TensorFlow {dev['tensorflow']}")
+        busiest = max((m.load for r in results for m in r.measurements), default=0.0)
+        cores = dev.get("cores") or 1
+        if busiest > cores:
+            head.append(f"Warning: the machine was busy (1-minute load average up to {busiest:.1f} on {cores} cores): "
+                        "other processes make these timings noisier")
     head.append(f"A/B interleaved; trials >= {bench.MIN_TRIAL_S:g} s; speedup = before/after wall time per run "
                 f"(median, interquartile range); verdict needs >= {bench.MIN_PAIRS} pairs, a one-sided sign test "
                 f"p < {bench.ALPHA:g} and a median beyond the noise band {1 / bench.NOISE:.2f}-{bench.NOISE:.2f}x")
@@ -487,6 +508,9 @@ def run_verify(args) -> int:
         targets = discover(args.target, list(args.rule or []), registry)
     except (ValueError, RegistryError) as exc:
         print(f"tflint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - a broken rule module: say which, do not crash
+        print(f"tflint: error: loading the rules failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     budget = args.budget if args.budget is not None else bench.DEFAULT_BUDGET_S
     results: list[VariantResult] = []

@@ -1,0 +1,313 @@
+"""`tflint verify`: the A/B statistics (synthetic timings, no clocks), the equivalence checker, the fix planning,
+and one end-to-end run of a small pair (needs TensorFlow; skipped cleanly without it)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tflint.registry import Registry, RuleMeta, default_registry
+from tflint.runtime import bench
+from tflint.runtime.bench import FASTER, INCONCLUSIVE, SAME, SLOWER
+from tflint.runtime.verify import Target, discover, module_options, order_changing, plan_variants
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- statistics on synthetic timings ----------------------------------------------------------------------------
+def test_sign_test_matches_the_binomial_tail():
+    assert bench.sign_test(5, 0) == pytest.approx(1 / 32)
+    assert bench.sign_test(4, 1) == pytest.approx(6 / 32)
+    assert bench.sign_test(0, 0) == 1.0
+    assert bench.sign_test(10, 10) == pytest.approx(sum(__import__("math").comb(20, k) for k in range(10, 21)) / 2**20)
+
+
+def test_percentile_interpolates_like_numpy():
+    values = [3.0, 1.0, 4.0, 1.5, 9.0, 2.6]
+    for q in (0, 25, 50, 75, 100):
+        assert bench.percentile(values, q) == pytest.approx(np.percentile(values, q))
+
+
+def test_ratios_are_before_over_after():
+    assert bench.ratios_of([(2.0, 1.0), (1.0, 2.0), (0.0, 1.0)]) == [2.0, 0.5]
+
+
+def test_a_clear_speedup_is_faster_after_five_pairs():
+    s = bench.summarize(bench.ratios_of([(1.9, 1.0), (2.1, 1.0), (1.7, 1.0), (2.0, 1.1), (1.8, 0.9)]))
+    assert s.n == 5 and s.wins == 5 and s.p_faster < 0.05
+    assert bench.verdict(s) == FASTER
+
+
+def test_four_pairs_are_never_enough():
+    s = bench.summarize([2.0, 2.1, 1.9, 2.2])
+    assert bench.verdict(s) == INCONCLUSIVE
+    assert bench.verdict(None) == INCONCLUSIVE
+
+
+def test_a_clear_slowdown_is_slower():
+    s = bench.summarize([0.5, 0.55, 0.6, 0.52, 0.58, 0.61])
+    assert bench.verdict(s) == SLOWER
+
+
+def test_a_small_consistent_gain_stays_inside_the_noise_band():
+    # every pair wins, but by 5-10%: an A/A run on this machine gave medians up to 1.16, so no claim
+    s = bench.summarize([1.05, 1.08, 1.1, 1.06, 1.07, 1.09])
+    assert s.p_faster < 0.05
+    assert bench.verdict(s) == SAME
+
+
+def test_aa_noise_like_the_measured_one_is_not_a_speedup():
+    # single pairs from 0.45 to 2.09 around a median near 1 (the measured A/A spread)
+    rng = random.Random(1)
+    ratios = [rng.choice([0.45, 0.7, 0.9, 1.0, 1.1, 1.3, 2.09]) for _ in range(12)]
+    assert bench.verdict(bench.summarize(ratios)) in (INCONCLUSIVE, SAME)
+    assert bench.verdict(bench.summarize(ratios)) not in (FASTER, SLOWER)
+
+
+def test_a_high_median_with_mixed_signs_is_inconclusive():
+    s = bench.summarize([3.0, 0.5, 3.0, 0.5, 3.0, 0.6, 2.5])
+    assert s.median >= bench.NOISE
+    assert s.p_faster >= 0.05
+    assert bench.verdict(s) == INCONCLUSIVE
+
+
+def test_more_pairs_while_the_spread_is_wide():
+    assert not bench.enough_pairs([1.5] * 4)  # below the minimum
+    assert bench.enough_pairs([1.5, 1.52, 1.49, 1.51, 1.5])  # narrow
+    assert not bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2])  # wide: keep going
+    assert bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2] * 8)  # ... until the cap
+
+
+def test_trials_are_sized_to_half_a_second():
+    assert bench.runs_for(0.01) == 50
+    assert bench.runs_for(0.3) == 2
+    assert bench.runs_for(2.0) == 1
+    assert bench.runs_for(0.0) > 1000
+
+
+# -- equivalence --------------------------------------------------------------------------------------------------
+def _side(items, deterministic=True, truncated=False):
+    return {"items": items, "deterministic": deterministic, "truncated": truncated}
+
+
+ELEMENTS = [(np.arange(4, dtype=np.float32) * i, np.int64(i)) for i in range(6)]
+
+
+def test_identical_outputs_are_equivalent_and_the_tolerance_is_stated():
+    eq = bench.compare_outputs(_side(ELEMENTS), _side([(a.copy(), b) for a, b in ELEMENTS]))
+    assert eq.status == "equivalent" and eq.ok
+    assert "rtol=1e-05" in eq.detail and eq.compared == 6
+
+
+def test_float_noise_within_tolerance_passes():
+    after = [(a + 1e-7, b) for a, b in ELEMENTS]
+    assert bench.compare_outputs(_side(ELEMENTS), _side(after)).status == "equivalent"
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        [(a * 1.01, b) for a, b in ELEMENTS],  # a "fix" that scales the values
+        ELEMENTS[:-1],  # a "fix" that drops an element
+        [(a, b + 1) for a, b in ELEMENTS],  # wrong labels
+        [(a[:3], b) for a, b in ELEMENTS],  # a different shape
+        [(a, b, b) for a, b in ELEMENTS],  # a different structure
+    ],
+    ids=["scaled", "dropped", "labels", "shape", "structure"],
+)
+def test_a_deliberately_wrong_fix_is_caught(wrong):
+    eq = bench.compare_outputs(_side(ELEMENTS), _side(wrong))
+    assert eq.status == "not equivalent" and not eq.ok
+    assert eq.detail
+
+
+def test_a_wrong_fix_is_caught_even_when_order_may_change():
+    wrong = [(a * 1.01, b) for a, b in reversed(ELEMENTS)]
+    assert bench.compare_outputs(_side(ELEMENTS), _side(wrong), ordered=False).status == "not equivalent"
+
+
+def test_reordering_fails_unless_documented():
+    shuffled = [ELEMENTS[i] for i in (3, 0, 5, 1, 4, 2)]
+    assert bench.compare_outputs(_side(ELEMENTS), _side(shuffled), ordered=True).status == "not equivalent"
+    eq = bench.compare_outputs(_side(ELEMENTS), _side(shuffled), ordered=False)
+    assert eq.status == "equivalent" and not eq.ordered and "multiset" in eq.detail
+
+
+def test_reordered_records_inside_batches_compare_as_rows():
+    rows = [np.array([i, i * 10], dtype=np.int64) for i in range(8)]
+    batches_a = [np.stack(rows[0:4]), np.stack(rows[4:8])]
+    order = [5, 0, 7, 2, 1, 6, 3, 4]
+    batches_b = [np.stack([rows[i] for i in order[0:4]]), np.stack([rows[i] for i in order[4:8]])]
+    assert bench.compare_outputs(_side(batches_a), _side(batches_b), ordered=True).status == "not equivalent"
+    eq = bench.compare_outputs(_side(batches_a), _side(batches_b), ordered=False)
+    assert eq.status == "equivalent" and "rows" in eq.detail
+    # ... but a lost row is still caught
+    batches_c = [batches_b[0], batches_b[1][:3]]
+    assert bench.compare_outputs(_side(batches_a), _side(batches_c), ordered=False).status == "not equivalent"
+
+
+def test_dicts_bytes_and_none():
+    a = [{"x": np.float32(1.5), "name": b"abc"}, None]
+    assert bench.compare_outputs(_side([a]), _side([[{"x": np.float32(1.5), "name": b"abc"}, None]])).ok
+    assert not bench.compare_outputs(_side([a]), _side([[{"x": np.float32(1.5), "name": b"abd"}, None]])).ok
+    assert not bench.compare_outputs(_side([a]), _side([[{"y": np.float32(1.5), "name": b"abc"}, None]])).ok
+
+
+def test_random_outputs_are_not_claimed_equal():
+    eq = bench.compare_outputs(_side(ELEMENTS, deterministic=False), _side(ELEMENTS))
+    assert eq.status == "not comparable" and eq.ok and "not claimed" in eq.detail
+    eq = bench.compare_outputs(_side(ELEMENTS), _side(ELEMENTS, deterministic=False))
+    assert eq.status == "not comparable"
+
+
+def test_functions_returning_nothing_are_reported_as_such():
+    eq = bench.compare_outputs(_side([None]), _side([None]))
+    assert eq.status == "no outputs"
+
+
+def test_uncomparable_values_are_reported():
+    eq = bench.compare_outputs({"uncomparable": "a value of type Foo"}, _side(ELEMENTS))
+    assert eq.status == "not comparable" and "Foo" in eq.detail
+
+
+def test_an_order_changing_fix_passes_only_when_its_rule_documents_it():
+    documented = RuleMeta("TFL901", "reorders-documented", "s", True, ("unsafe",), raw={"order-changing": True})
+    silent = RuleMeta("TFL902", "reorders-silently", "s", True, ("unsafe",), raw={})
+    reg = Registry([documented, silent])
+    shuffled = [ELEMENTS[i] for i in (1, 0, 2, 3, 5, 4)]
+    for codes, expected in ((["TFL901"], "equivalent"), (["TFL902"], "not equivalent")):
+        ordered = not order_changing(codes, reg)
+        assert bench.compare_outputs(_side(ELEMENTS), _side(shuffled), ordered=ordered).status == expected
+
+
+def test_shipped_order_changing_rules_are_marked():
+    reg = default_registry()
+    meta = reg.get("TFL109")
+    if meta is None:
+        pytest.skip("TFL109 not in the registry yet")
+    assert meta.raw.get("order-changing") is True
+
+
+# -- planning the fixed side (static: no TensorFlow) --------------------------------------------------------------
+PAIR = textwrap.dedent(
+    """\
+    import tensorflow as tf
+
+    __tflint_verify__ = {"mode": "cold", "rtol": 1e-4}
+
+
+    def make():
+        ds = tf.data.Dataset.range(10)
+        ds = ds.map(lambda x: x * 2)
+        return ds
+    """
+)
+
+
+def test_the_fixed_side_is_tflints_own_fix(tmp_path):
+    from tflint.config import Config
+
+    f = tmp_path / "pair.py"
+    f.write_text(PAIR)
+    reg = default_registry()
+    variants, fired, _ = plan_variants(Target(f, "make", ["TFL101"]), PAIR, reg, Config())
+    assert fired == ["TFL101"]
+    assert len(variants) == 1
+    v = variants[0]
+    assert v.fix == "tflint" and v.codes == ["TFL101"] and v.factory == "make" and v.applied == 1
+    assert "num_parallel_calls" in v.text and "num_parallel_calls" not in PAIR
+
+
+def test_a_manual_fix_is_used_only_without_an_automatic_one(tmp_path):
+    from tflint.config import Config
+
+    text = PAIR.replace("ds.map(lambda x: x * 2)", "ds.map(lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE)")
+    text += "\n\ndef make_fixed():\n    return tf.data.Dataset.range(10).map(lambda x: x * 2, num_parallel_calls=2)\n"
+    f = tmp_path / "pair.py"
+    f.write_text(text)
+    variants, _, _ = plan_variants(Target(f, "make", ["TFL101"]), text, default_registry(), Config())
+    assert [(v.fix, v.factory) for v in variants] == [("manual", "make_fixed")]
+    assert variants[0].text == text
+
+
+def test_nothing_to_verify_without_a_fix(tmp_path):
+    from tflint.config import Config
+
+    text = "import tensorflow as tf\n\ndef make():\n    return tf.data.Dataset.range(3)\n"
+    f = tmp_path / "pair.py"
+    f.write_text(text)
+    variants, fired, _ = plan_variants(Target(f, "make", ["TFL101"]), text, default_registry(), Config())
+    assert variants == [] and fired == []
+
+
+def test_module_options_are_read_statically():
+    assert module_options(PAIR) == {"mode": "cold", "rtol": 1e-4}
+    assert module_options("__tflint_verify__ = compute()\n") == {}
+    assert module_options("x = (\n") == {}
+
+
+def test_a_folder_selects_each_pairs_rule_by_file_name(tmp_path):
+    (tmp_path / "map-without-parallel-calls.py").write_text(PAIR)
+    (tmp_path / "other.py").write_text(PAIR)
+    (tmp_path / "_helpers.py").write_text(PAIR)
+    (tmp_path / "no_factory.py").write_text("x = 1\n")
+    targets = discover(str(tmp_path), [], default_registry())
+    assert [(t.path.name, t.codes) for t in targets] == [("map-without-parallel-calls.py", ["TFL101"]), ("other.py", None)]
+    with pytest.raises(ValueError):
+        discover(str(tmp_path / "other.py"), [], default_registry())
+
+
+def test_every_bench_rule_has_a_pair():
+    folder = ROOT / "fixtures" / "bench"
+    for meta in default_registry():
+        if meta.bench:
+            assert (folder / f"{meta.name}.py").is_file(), f"{meta.code} {meta.name} has bench: true but no pair"
+
+
+def test_verify_stays_out_of_tensorflow_in_the_parent(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, tflint.runtime.verify, tflint.runtime.bench; "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# -- one end-to-end run -------------------------------------------------------------------------------------------
+@pytest.mark.runtime
+@pytest.mark.slow
+def test_end_to_end_verify_of_a_small_pair(tmp_path, capsys):
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed")
+    from tflint.cli import main
+
+    pair = tmp_path / "pair.py"
+    pair.write_text(textwrap.dedent(
+        """\
+        import tensorflow as tf
+
+
+        def make():
+            ds = tf.data.Dataset.range(64)
+            ds = ds.map(lambda x: tf.reduce_sum(tf.sin(tf.cast(tf.range(500), tf.float32) + tf.cast(x, tf.float32))))
+            return ds
+        """
+    ))
+    rc = main(["verify", f"{pair}::make", "--rule", "TFL101", "--json", "--budget", "3", "--timeout", "120"])
+    out = json.loads(capsys.readouterr().out)
+    (r,) = out["results"]
+    assert r["status"] == "ok", r["error"]
+    assert r["rules"] == [{"code": "TFL101", "name": "map-without-parallel-calls"}]
+    assert r["fix"] == "tflint" and r["fixes_applied"] == 1
+    assert r["equivalence"]["status"] == "equivalent" and r["equivalence"]["compared"] == 64
+    assert r["kind"] == "dataset" and r["device"]["tensorflow"]
+    first = r["measurements"][0]
+    assert first["static_optimizations"] is True and first["trials"] >= bench.MIN_PAIRS
+    assert first["verdict"] in (FASTER, SLOWER, SAME, INCONCLUSIVE)
+    assert first["before"]["throughput"] > 0 and first["after"]["throughput"] > 0
+    assert rc == (1 if r["failed"] else 0)
