@@ -198,7 +198,7 @@ def test_test_rules_reports_each_failing_example(tmp_path, capsys):
                                                    "reader = data.make_reader(paths, buf_size=64 << 20)"))
     code, out, _ = run(capsys, "test-rules", pack)
     assert code == 1
-    assert "ACME002 no-v1-session .F.F." in out
+    assert "ACME002 no-v1-session .F..F." in out
     assert "should-flag[1]" in out and "expected a finding of ACME002, got none" in out
     assert "should-not-flag[0]" in out and "expected no finding of ACME002, got: line 2" in out
     assert "ACME004 renamed-reader-keyword ...F" in out and "+reader = data.make_reader(paths, buffer_size=" in out

@@ -519,7 +519,7 @@ def cmd_test_rules(args) -> int:
         marks = "".join("." if o.problem is None else "F" for o in outcomes)
         out.write(f"{code} {meta.name} {marks}\n")
     if run.without_examples:
-        codes = ", ".join(m.code for m in run.without_examples)
+        codes = ", ".join(sorted(m.code for m in run.without_examples))
         out.write(f"(no examples: {codes})\n")
     failed = run.failed
     if failed:

@@ -116,10 +116,23 @@ class DeclarativeCheck(Check):
         self._call_tails = {s.rsplit(".", 1)[-1] for e in self.calls for s in _qnames(e["call"])}
         self._method_names = {m for e in self.methods for m in _names(e["method"])}
         self._default_fix = next((f for f in meta.fix if f != "none"), "display")
+        # names that stand for another name (`from m import f as g`, `g = m.f`): their own spelling says nothing
+        self._alias_names = {
+            b.name for scope in self.index.scopes.values() for bs in scope.bindings.values() for b in bs
+            if (b.kind == "import" and b.qualified and b.qualified.rsplit(".", 1)[-1] != b.name)
+            or (b.kind in ("assign", "annassign") and isinstance(b.value, (cst.Name, cst.Attribute)))
+        } if (self.symbols or self.calls) else set()
+
+    def _aliased_tail(self, node: cst.Name) -> Optional[str]:
+        """The last part of the qualified name an alias stands for, so `g()` above is matched as `m.f()`."""
+        if node.value not in self._alias_names:
+            return None
+        q = self.names.qualified_name(node)
+        return q.rsplit(".", 1)[-1] if q else None
 
     # -- symbols ------------------------------------------------------------------------------------------
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self._symbol_tails:
+        if node.value in self._symbol_tails or (self.symbols and self._aliased_tail(node) in self._symbol_tails):
             parent = self.index.parent(node)
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 return  # the attribute part of `a.b`: handled by visit_Attribute
@@ -158,6 +171,8 @@ class DeclarativeCheck(Check):
         tail = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if tail is None:
             return
+        if isinstance(func, cst.Name) and tail not in self._call_tails:
+            tail = self._aliased_tail(func) or tail
         if tail in self._call_tails:
             q = self.names.call_name(node)
             if q is not None:
