@@ -1,0 +1,53 @@
+"""TFL501 variables-outside-strategy-scope: a model/optimizer/metric/Variable created outside `strategy.scope()`."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..base import Check
+from ..keras.models import model_constructor
+from .strategy import in_strategy_scope, is_strategy_constructor
+
+VARIABLES = frozenset({"tensorflow.Variable"})
+
+
+class VariablesOutsideStrategyScope(Check):
+    code = "TFL501"
+
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        # (owner function or None, statement order, constructor) of each strategy created in the file
+        self.strategies = [(self.functions.owner(c), self.index.order_of(c), q)
+                           for c in self.index.nodes(cst.Call) if (q := is_strategy_constructor(self.sem, c))]
+
+    def _creates(self, call: cst.Call) -> Optional[str]:
+        q = self.sem.call_name(call)
+        if q in VARIABLES:
+            return "a `tf.Variable`"
+        if q and (q.startswith("keras.optimizers.") or q.startswith("keras.metrics.")):
+            tail = q.rsplit(".", 1)[-1]
+            if tail[:1].isupper() and tail not in ("Optimizer", "Metric"):
+                return f"the {'optimizer' if 'optimizers' in q else 'metric'} `{tail}`"
+        kind = model_constructor(self.sem, call)
+        if kind is not None:
+            return "a Keras model"
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.strategies:
+            return
+        owner = self.functions.owner(node)
+        order = self.index.order_of(node)
+        strategy = next((q for o, so, q in self.strategies if o is owner and so < order), None)
+        if strategy is None:
+            return
+        what = self._creates(node)
+        if what is None or in_strategy_scope(self.sem, node):
+            return
+        if any(isinstance(a, cst.Call) and self._creates(a) for a in self.index.ancestors(node)):
+            return  # the outer creation is the one reported
+        name = strategy.rsplit(".", 1)[-1]
+        self.report(node, f"{what} is created after a `{name}` exists but outside `with strategy.scope():`: its "
+                          "variables are not distributed (not mirrored across replicas), so training does not run "
+                          "as the strategy intends or fails later")
