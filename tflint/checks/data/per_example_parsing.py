@@ -1,0 +1,122 @@
+"""TFL107 per-example-parsing: `tf.io.parse_single_example` mapped per element, then batched."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ..base import Check, NodeEdit
+from ..common import calls_in_function
+from .chain import Polymorphism, dataset_call, mapped_fn, single_use, swap_adjacent
+
+PARSE_SINGLE = frozenset({"tensorflow.io.parse_single_example", "tensorflow.compat.v1.parse_single_example",
+                          "tensorflow.compat.v1.io.parse_single_example", "tensorflow.parse_single_example"})
+BATCHING = ("batch", "padded_batch")
+# steps that may sit between the parsing map and the batch without changing the advice
+PASS_THROUGH = ("shuffle", "repeat", "cache", "prefetch", "filter", "take", "skip", "with_options", "map")
+
+
+class PerExampleParsing(Check):
+    code = "TFL107"
+
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        self.poly = Polymorphism(self.sem)
+        self._seen: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        p = dataset_call(self.sem, node, BATCHING)
+        if p is None:
+            return
+        for s in reversed(p.steps):
+            if s.method not in PASS_THROUGH or s.call is None:
+                return
+            if s.method != "map":
+                continue
+            fn = mapped_fn(self.sem, s)
+            parse = self._parse_call(fn)
+            if parse is None:
+                continue
+            if id(s.call) in self._seen:
+                return
+            self._seen.add(id(s.call))
+            message = ("`tf.io.parse_single_example` mapped per element and then batched: parsing one record at a "
+                       "time costs a kernel launch per example; batch the serialized records first and parse them "
+                       "with `tf.io.parse_example` (vectorized)")
+            edits = self._fix(s.call, node, fn, parse) if s is p.last and node.func.attr.value == "batch" else None
+            if edits:
+                self.report(s.call, message, start_node=s.call.func.attr, edits=edits,
+                            fix_message="Batch first, then parse with `parse_example`",
+                            applicability=Applicability.UNSAFE)
+            else:
+                self.report(s.call, message, start_node=s.call.func.attr)
+            return
+
+    def _parse_call(self, fn) -> Optional[cst.Call]:
+        if fn is None:
+            return None
+        for call, q in calls_in_function(self.sem, fn, depth=1):
+            if q in PARSE_SINGLE:
+                return call
+        return None
+
+    def _fix(self, m: cst.Call, batch: cst.Call, fn, parse: cst.Call) -> Optional[list[NodeEdit]]:
+        """Swap map and batch and switch the function to `parse_example`, only when the function is the parse
+        call plus element-wise work, it is used nowhere else, and the parse call is written `<alias>.<name>`."""
+        if self.functions.owner(parse) is not fn or not isinstance(parse.func, cst.Attribute):
+            return None
+        if not self._polymorphic_besides(fn, parse):
+            return None
+        if isinstance(fn, cst.FunctionDef):
+            expr = self.datasets.mapped_function(m)
+            if not isinstance(expr, cst.Name) or not single_use(self.sem, expr, fn):
+                return None
+        swapped = swap_adjacent(self.sem, m, batch)
+        if swapped is None:
+            return None
+        target, replacement = swapped
+        attr = parse.func.attr
+        if attr.value == "parse_single_example":
+            renamed = "parse_example"
+        else:
+            return None
+        if self.functions.is_inside(parse, target):
+            # the function is a lambda inside the chain: rename inside the replacement
+            replacement = replacement.visit(_Rename(parse, renamed))
+            return [NodeEdit(target, "replace", node=replacement)]
+        return [NodeEdit(target, "replace", node=replacement), NodeEdit(attr, "replace", node=cst.Name(renamed))]
+
+    def _polymorphic_besides(self, fn, parse: cst.Call) -> bool:
+        """The function is element-wise once the parse call is treated as an element-wise source."""
+        poly = Polymorphism(self.sem)
+        original = poly._call
+
+        def call(c, local, depth):
+            if c is parse:
+                first = c.args[0] if c.args and c.args[0].keyword is None else None
+                return first is not None and poly.expr(first.value, local, depth)
+            return original(c, local, depth)
+
+        poly._call = call  # type: ignore[method-assign]
+        return poly.function(fn) if _args_simple(parse) else False
+
+
+def _args_simple(parse: cst.Call) -> bool:
+    return not any(a.star for a in parse.args)
+
+
+class _Rename(cst.CSTTransformer):
+    """Rename `parse_single_example` in the copy of the chain (matched by structure: the original node is not in
+    the new tree, so match the attribute name inside a call that has the same argument code)."""
+
+    def __init__(self, parse: cst.Call, new: str) -> None:
+        self.args = cst.Module([]).code_for_node(cst.Call(func=cst.Name("f"), args=parse.args))
+        self.new = new
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        f = updated.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "parse_single_example":
+            if cst.Module([]).code_for_node(cst.Call(func=cst.Name("f"), args=updated.args)) == self.args:
+                return updated.with_changes(func=f.with_changes(attr=cst.Name(self.new)))
+        return updated

@@ -1,0 +1,191 @@
+"""TFL104 python-generator-input: `Dataset.from_generator(...)`, or Keras `fit`/`evaluate`/`predict` fed by a
+Python generator."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import get_arg
+from ..base import Check
+
+FROM_GENERATOR = ("tensorflow.data.Dataset.from_generator", "tensorflow.compat.v1.data.Dataset.from_generator")
+CONSUMERS = {"fit": ("x", 0), "evaluate": ("x", 0), "predict": ("x", 0)}
+
+
+class PythonGeneratorInput(Check):
+    code = "TFL104"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.sem.call_name(node)
+        if q in FROM_GENERATOR:
+            self._from_generator(node)
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in CONSUMERS:
+            arg = get_arg(node, *CONSUMERS[func.attr.value])
+            if arg is None or not self._is_keras_model(func.value):
+                return
+            gen = self._generator_call(arg.value)
+            if gen is None:
+                return
+            self.report(
+                arg.value,
+                f"`{func.attr.value}` is fed by the Python generator `{self.code_for(gen.func)}`: every batch is "
+                "produced by Python code, under the GIL and in step with training; build a tf.data pipeline "
+                "(`from_tensor_slices` for in-memory arrays, file readers + `map` for files)",
+            )
+
+    # -- from_generator ---------------------------------------------------------------------------------
+    def _from_generator(self, node: cst.Call) -> None:
+        message = ("`Dataset.from_generator` runs a Python generator for every element, under the GIL: it cannot "
+                   "be parallelized, serialized or distributed, and often dominates the input time")
+        gen_arg = get_arg(node, "generator", 0)
+        fn = self.functions.resolve_callable(gen_arg.value) if gen_arg is not None else None
+        slices = self._array_walk(fn) if fn is not None and get_arg(node, "args", 3) is None else None
+        if slices is None:
+            self.report(node, message, start_node=self._start(node))
+            return
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            self.report(node, message, start_node=self._start(node))
+            return
+        # keep the call's own layout (and any comment after its opening parenthesis)
+        replacement = node.with_changes(func=func.with_changes(attr=cst.Name("from_tensor_slices")),
+                                        args=[cst.Arg(cst.parse_expression(slices))])
+        self.report(node, message + "; this generator only walks in-memory arrays: use `from_tensor_slices`",
+                    start_node=self._start(node), replacement=replacement,
+                    fix_message=f"Use `from_tensor_slices({slices})`", applicability=Applicability.UNSAFE)
+
+    def _start(self, node: cst.Call):
+        return node.func.attr if isinstance(node.func, cst.Attribute) else None
+
+    def _array_walk(self, fn) -> Optional[str]:
+        """For a generator that only yields the items of in-memory sequences, the `from_tensor_slices` argument:
+        `for x, y in zip(xs, ys): yield x, y` -> `(xs, ys)`; `for i in range(len(xs)): yield xs[i], ys[i]`
+        -> `(xs, ys)`; `for x in xs: yield x` -> `xs`. None for anything else."""
+        if not isinstance(fn, cst.FunctionDef) or not isinstance(fn.body, cst.IndentedBlock):
+            return None
+        if list(fn.params.params) or fn.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) \
+                and isinstance(fn.params.star_arg, cst.Param):
+            return None
+        body = [s for s in fn.body.body if not _is_docstring(s)]
+        if len(body) != 1 or not isinstance(body[0], cst.For) or body[0].orelse is not None:
+            return None
+        loop = body[0]
+        inner = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else []
+        if len(inner) != 1 or not isinstance(inner[0], cst.SimpleStatementLine) or len(inner[0].body) != 1:
+            return None
+        stmt = inner[0].body[0]
+        if not (isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Yield)) or stmt.value.value is None:
+            return None
+        yielded = stmt.value.value
+        if isinstance(yielded, cst.From):
+            return None
+        code = self.ctx.module.code_for_node
+        it = loop.iter
+        # for x, y in zip(xs, ys): yield x, y
+        if isinstance(it, cst.Call) and self.sem.call_name(it) == "builtins.zip" and it.args:
+            seqs = [a.value for a in it.args]
+            if any(a.star or a.keyword for a in it.args) or not all(self._free_sequence(s, fn) for s in seqs):
+                return None
+            targets = _names(loop.target)
+            if targets is None or len(targets) != len(seqs) or _names(yielded) != targets:
+                return None
+            return "(" + ", ".join(code(s) for s in seqs) + ("," if len(seqs) == 1 else "") + ")"
+        # for i in range(len(xs)): yield xs[i], ys[i]
+        if (isinstance(it, cst.Call) and self.sem.call_name(it) == "builtins.range" and len(it.args) == 1
+                and isinstance(it.args[0].value, cst.Call) and self.sem.call_name(it.args[0].value) == "builtins.len"
+                and isinstance(loop.target, cst.Name)):
+            i = loop.target.value
+            parts = yielded.elements if isinstance(yielded, cst.Tuple) else None
+            items = [e.value for e in parts] if parts is not None else [yielded]
+            seqs = []
+            for item in items:
+                if not (isinstance(item, cst.Subscript) and len(item.slice) == 1
+                        and isinstance(item.slice[0].slice, cst.Index)
+                        and isinstance(item.slice[0].slice.value, cst.Name) and item.slice[0].slice.value.value == i
+                        and self._free_sequence(item.value, fn)):
+                    return None
+                seqs.append(code(item.value))
+            if parts is None:
+                return seqs[0]
+            return "(" + ", ".join(seqs) + ("," if len(seqs) == 1 else "") + ")"
+        # for x in xs: yield x
+        if isinstance(loop.target, cst.Name) and isinstance(yielded, cst.Name) and yielded.value == loop.target.value:
+            if self._free_sequence(it, fn):
+                return code(it)
+        return None
+
+    def _free_sequence(self, expr: cst.BaseExpression, fn) -> bool:
+        """A name bound outside the generator (module or enclosing function) to an array-like value, or an
+        attribute like `self.x`; never a call (it could read files lazily)."""
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is None or b.kind not in ("assign", "annassign", "param", "unpack"):
+                return False
+            return not self.functions.is_inside(b.node, fn)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            return expr.value.value == "self"
+        return False
+
+    # -- fit(generator) -----------------------------------------------------------------------------------
+    def _generator_call(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[cst.Call]:
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
+                return self._generator_call(b.value, depth + 1)
+            return None
+        if isinstance(expr, cst.Call):
+            fn = self.functions.resolve_callable(expr.func)
+            if isinstance(fn, cst.FunctionDef) and self._is_generator(fn):
+                return expr
+        return None
+
+    def _is_generator(self, fn: cst.FunctionDef) -> bool:
+        for y in self.functions.body_nodes(fn, cst.Yield):
+            if self.functions.owner(y) is fn:
+                return True
+        return False
+
+    def _is_keras_model(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is None or b.kind not in ("assign", "annassign") or b.value is None:
+                return False
+            return self._is_keras_model(b.value, depth + 1)
+        if isinstance(expr, cst.Call):
+            q = self.sem.call_name(expr)
+            if q and q.startswith("keras.") and q.rsplit(".", 1)[-1][:1].isupper():
+                return True  # keras.Sequential(...), keras.Model(...), keras.applications.ResNet50(...)
+            if q in ("keras.models.load_model", "keras.saving.load_model"):
+                return True
+            if isinstance(expr.func, cst.Name):
+                b = self.index.lookup(expr.func.value, expr.func)
+                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
+                    return self.functions.is_keras_class(b.node)
+            fn = self.functions.resolve_callable(expr.func)
+            if isinstance(fn, cst.FunctionDef):
+                rets = [r.value for r in self.functions.body_nodes(fn, cst.Return)
+                        if r.value is not None and self.functions.owner(r) is fn]
+                return bool(rets) and all(self._is_keras_model(r, depth + 1) for r in rets)
+        return False
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _names(t: cst.BaseExpression) -> Optional[tuple[str, ...]]:
+    if isinstance(t, cst.Name):
+        return (t.value,)
+    if isinstance(t, cst.Tuple) and all(isinstance(e.value, cst.Name) and not isinstance(e, cst.StarredElement)
+                                        for e in t.elements):
+        return tuple(e.value.value for e in t.elements)
+    return None
