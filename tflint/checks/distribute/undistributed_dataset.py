@@ -1,0 +1,94 @@
+"""TFL503 undistributed-dataset: `strategy.run` fed with elements of a plain (not distributed) tf.data dataset."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...semantics import get_arg
+from ...semantics.index import all_params
+from ..base import Check
+from .strategy import run_calls
+
+
+class UndistributedDataset(Check):
+    code = "TFL503"
+
+    def finish(self) -> None:
+        for run in run_calls(self.sem):
+            for value in self._inputs(run):
+                source = self._plain_dataset(value, 0)
+                if source is not None:
+                    self.report(run, f"`strategy.run` gets elements of `{source}`, a plain tf.data dataset: every "
+                                     "replica receives the same whole batch instead of its share; iterate "
+                                     "`strategy.experimental_distribute_dataset(...)` (or "
+                                     "`distribute_datasets_from_function`) instead",
+                                start_node=run.func.attr)
+                    break
+
+    def _inputs(self, run: cst.Call) -> list[cst.BaseExpression]:
+        out = []
+        positional = [a for a in run.args if a.keyword is None and not a.star]
+        out += [a.value for a in positional[1:]]
+        args = get_arg(run, "args")
+        if args is not None:
+            if isinstance(args.value, (cst.Tuple, cst.List)):
+                out += [e.value for e in args.value.elements if not isinstance(e, cst.StarredElement)]
+            else:
+                out.append(args.value)
+        return out
+
+    def _plain_dataset(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
+        """The dataset expression `expr` is an element of, when that dataset is a plain tf.data pipeline."""
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.Call) and self.sem.call_name(expr) == "builtins.next" and expr.args:
+            it = expr.args[0].value
+            it_value = self._value(it)
+            if isinstance(it_value, cst.Call) and self.sem.call_name(it_value) == "builtins.iter" and it_value.args:
+                return self._dataset_text(it_value.args[0].value)
+            return None
+        if not isinstance(expr, cst.Name):
+            return None
+        b = self.index.lookup(expr.value, expr)
+        if b is None:
+            return None
+        if isinstance(b.node, cst.For) and b.kind in ("for", "unpack"):
+            return self._dataset_text(b.node.iter)
+        if b.kind == "assign" and b.value is not None:
+            return self._plain_dataset(b.value, depth + 1)
+        if b.kind == "param" and isinstance(b.node, cst.Param):
+            return self._through_callers(b.node, depth)
+        return None
+
+    def _through_callers(self, param: cst.Param, depth: int) -> Optional[str]:
+        fn = self.index.parent(self.index.parent(param))
+        if not isinstance(fn, cst.FunctionDef):
+            fn = next((a for a in self.index.ancestors(param) if isinstance(a, cst.FunctionDef)), None)
+        if fn is None:
+            return None
+        params = [p for p in all_params(fn.params)]
+        pos = next((i for i, p in enumerate(params) if p is param), None)
+        if pos is None:
+            return None
+        if params and params[0].name.value == "self":
+            pos -= 1
+        for call in self.index.nodes(cst.Call):
+            if self.functions.resolve_callable(call.func) is not fn:
+                continue
+            arg = get_arg(call, param.name.value, pos)
+            if arg is not None:
+                found = self._plain_dataset(arg.value, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _value(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind == "assign" and b.value is not None:
+                return b.value
+        return expr
+
+    def _dataset_text(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.code_for(expr) if self.datasets.is_dataset(expr) else None
