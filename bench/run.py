@@ -1,0 +1,202 @@
+"""tflint's speed benchmark: real TensorFlow code, one table, ratios to a libcst-parse-only baseline.
+
+    python bench/run.py                 # downloads the corpus on first use (into ~/.cache/tflint-bench)
+    python bench/run.py --peers         # also Fixit (default rules) and Semgrep (tf.data rules), if installable
+    python bench/run.py --files 300     # a subset, for a quick look
+
+The corpus is the `official/` package of the tf-models-official wheel and the keras-hub wheel from the package
+index, downloaded at run time and never committed. Every row is run as a separate command on the same files in
+the same session; the ratio column divides by the baseline row, so machine noise (these machines are shared)
+mostly cancels. Peak memory is the largest resident set of the command and its children.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = Path(os.environ.get("TFLINT_BENCH_CACHE", Path.home() / ".cache" / "tflint-bench"))
+WHEELS = ["tf-models-official", "keras-hub"]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def corpus() -> Path:
+    src = CACHE / "src"
+    if (src / ".complete").exists():
+        return src
+    CACHE.mkdir(parents=True, exist_ok=True)
+    wheels = CACHE / "wheels"
+    log(f"downloading {', '.join(WHEELS)} into {wheels} ...")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), *WHEELS], check=True)
+    if src.exists():
+        shutil.rmtree(src)
+    for whl in wheels.glob("*.whl"):
+        name = whl.name.split("-")[0]
+        with zipfile.ZipFile(whl) as zf:
+            for member in zf.namelist():
+                if member.endswith(".py") and (name != "tf_models_official" or member.startswith("official/")):
+                    zf.extract(member, src / name)
+    (src / ".complete").write_text("ok")
+    return src
+
+
+def python_files(src: Path, limit: int | None) -> list[Path]:
+    files = sorted(p for p in src.rglob("*.py"))
+    return files[:limit] if limit else files
+
+
+def measure(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MiB, exit code) of a command, children included."""
+    timer = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
+    t0 = time.perf_counter()
+    p = subprocess.run(timer + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    wall = time.perf_counter() - t0
+    rss = 0.0
+    if timer:
+        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "0"
+        try:
+            rss = int(last) / 1024
+        except ValueError:
+            rss = 0.0
+    return wall, rss, p.returncode
+
+
+PARSE_ONLY = r"""
+import sys
+from concurrent.futures import ProcessPoolExecutor
+import libcst
+
+def parse(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        try:
+            libcst.parse_module(fh.read())
+        except Exception:
+            pass
+    return 0
+
+if __name__ == "__main__":
+    files = open(sys.argv[1]).read().split("\n")
+    with ProcessPoolExecutor(int(sys.argv[2])) as pool:
+        list(pool.map(parse, files, chunksize=8))
+"""
+
+SEMGREP_RULES = """
+rules:
+  - id: map-without-parallel-calls
+    languages: [python]
+    severity: WARNING
+    message: map without num_parallel_calls
+    patterns:
+      - pattern: $DS.map($F)
+  - id: from-generator
+    languages: [python]
+    severity: WARNING
+    message: Python generator input
+    pattern: tf.data.Dataset.from_generator(...)
+  - id: interleave-without-parallel-calls
+    languages: [python]
+    severity: WARNING
+    message: interleave without num_parallel_calls
+    patterns:
+      - pattern: $DS.interleave(...)
+      - pattern-not: $DS.interleave(..., num_parallel_calls=$N, ...)
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=None, help="use only the first N files")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--peers", action="store_true", help="also time Fixit and Semgrep (installed into the cache)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    src = corpus()
+    files = python_files(src, args.files)
+    lines = sum(p.read_bytes().count(b"\n") for p in files)
+    work = Path(tempfile.mkdtemp(prefix="tflint-bench-"))
+    tree = work / "tree"
+    for p in files:
+        dest = tree / p.relative_to(src)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, dest)
+    listing = work / "files.txt"
+    listing.write_text("\n".join(str(tree / p.relative_to(src)) for p in files))
+    (work / "parse_only.py").write_text(PARSE_ONLY)
+    log(f"corpus: {len(files)} files, {lines} lines, in {tree}")
+
+    py = sys.executable
+    env = dict(os.environ, TFLINT_CACHE_DIR=str(work / "cache"), NO_COLOR="1")
+    one = max(files, key=lambda p: p.stat().st_size if b"tensorflow" in p.read_bytes() else 0)
+    one_copy = tree / one.relative_to(src)
+    rows: list[tuple[str, int, int, float, float]] = []
+
+    def row(name: str, cmd: list[str], n_files: int, n_lines: int, e=None) -> None:
+        log(f"running: {name} ...")
+        wall, rss, code = measure(cmd, env=e or env, cwd=work)
+        if code not in (0, 1):
+            log(f"  {name}: exit code {code}")
+        rows.append((name, n_files, n_lines, wall, rss))
+
+    row("libcst parse only (baseline)", [py, str(work / "parse_only.py"), str(listing), str(args.jobs)], len(files), lines)
+    tflint = [py, "-m", "tflint", "check", str(tree), "--jobs", str(args.jobs), "--exit-zero", "--output-format", "concise"]
+    shutil.rmtree(work / "cache", ignore_errors=True)
+    row("tflint cold", tflint, len(files), lines)
+    row("tflint warm (cache)", tflint, len(files), lines)
+    row("tflint cold, no prefilter", tflint + ["--no-cache", "--no-prefilter"], len(files), lines)
+    one_lines = one.read_bytes().count(b"\n")
+    row("python -c 'import libcst' (1-file baseline)", [py, "-c", "import libcst"], 0, 0)
+    row("tflint one file (pre-commit)", [py, "-m", "tflint", "check", str(one_copy), "--no-cache", "--exit-zero"], 1, one_lines)
+    # memory against the number of files: half the corpus
+    half = files[: len(files) // 2]
+    half_tree = work / "half"
+    for p in half:
+        dest = half_tree / p.relative_to(src)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, dest)
+    row("tflint cold, half the files", [py, "-m", "tflint", "check", str(half_tree), "--jobs", str(args.jobs), "--no-cache", "--exit-zero"],
+        len(half), sum(p.read_bytes().count(b"\n") for p in half))
+
+    if args.peers:
+        peers = CACHE / "peers"
+        if not (peers / "bin" / "python").exists():
+            subprocess.run([py, "-m", "venv", str(peers)], check=True)
+        pip = [str(peers / "bin" / "python"), "-m", "pip", "install", "-q"]
+        if subprocess.run(pip + ["fixit"]).returncode == 0:
+            row("Fixit (default rules)", [str(peers / "bin" / "fixit"), "lint", str(tree)], len(files), lines)
+        if subprocess.run(pip + ["semgrep"]).returncode == 0:
+            (work / "semgrep.yaml").write_text(SEMGREP_RULES)
+            row("Semgrep (3 tf.data rules)", [str(peers / "bin" / "semgrep"), "scan", "--config", str(work / "semgrep.yaml"),
+                                                "--metrics=off", "--disable-version-check", "-q", "-j", str(args.jobs), str(tree)],
+                len(files), lines, dict(env, SEMGREP_SEND_METRICS="off"))
+
+    base = rows[0][3]
+    base_one = next(r[3] for r in rows if r[0].startswith("python -c"))
+    table = ["| run | files | lines | wall s | lines/s | peak MiB | ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+    out = []
+    for name, n, ln, wall, rss in rows:
+        ref = base_one if "one file" in name or name.startswith("python -c") else base
+        ratio = wall / ref if ref else 0
+        lps = f"{ln / wall:,.0f}" if ln and wall else "-"
+        table.append(f"| {name} | {n} | {ln:,} | {wall:.2f} | {lps} | {rss:.0f} | {ratio:.2f} |")
+        out.append({"run": name, "files": n, "lines": ln, "wall": wall, "peak_mib": rss, "ratio": ratio})
+    print(json.dumps(out, indent=2) if args.json else "\n".join(table))
+    print(f"\n(ratio: wall time / libcst parse-only with {args.jobs} processes; one-file rows / `python -c 'import libcst'`)")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
