@@ -370,3 +370,16 @@ def test_patterns_match_through_canonical_names(tmp_path):
         """
     )
     assert [f.location.row for f in check_source(text, "k.py", settings)] == [4, 5, 6]
+
+
+def test_rule_and_rules_describe_pack_rules(project, capsys):
+    (project / "pyproject.toml").write_text(f'[tool.tflint]\nrules-dirs = ["{EXAMPLE}"]\n', encoding="utf-8")
+    code, out, _ = run(capsys, "rule", "no-v1-session")
+    assert code == 0 and out.startswith("# no-v1-session (ACME002)") and "## Why is this bad?" in out
+    code, out, _ = run(capsys, "rules", "--json")
+    assert code == 0 and {"ACME001", "ACME005", "TFL101"} <= {r["code"] for r in json.loads(out)}
+    (project / "pyproject.toml").unlink()
+    code, _, err = run(capsys, "rule", "ACME002")
+    assert code == 2 and "unknown rule" in err
+    code, out, _ = run(capsys, "rule", "ACME002", "--rules-dir", EXAMPLE)
+    assert code == 0 and "# no-v1-session (ACME002)" in out

@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = sub.add_parser("rules", help="list every rule")
     rs.add_argument("--json", action="store_true")
+    for p in (r, rs):  # user rule packs: those of the configuration, and more on the command line
+        p.add_argument("--rules-dir", action="append", type=Path, default=[], help="an extra folder of YAML rules")
+        p.add_argument("--config", type=Path, default=None, help="a TOML file with [tool.tflint] keys at top level")
 
     i = sub.add_parser("inspect", help="trace a tf.function or tf.data pipeline and inspect its graph")
     i.add_argument("target", help="FILE::FACTORY")
@@ -239,11 +242,25 @@ def cmd_check(args) -> int:
     return EXIT_CLEAN
 
 
-def cmd_rule(args) -> int:
-    from .registry import RegistryError, default_registry
+def _doc_registry(args):
+    """The registry `rule`/`rules` describe: the built-in rules plus the packs of the config and `--rules-dir`.
+    Raises RegistryError (ConfigError is turned into one)."""
+    from .config import Config, ConfigError
+    from .registry import RegistryError, build_registry, default_registry
 
     try:
-        reg = default_registry()
+        config = Config.load(args.config)
+    except ConfigError as exc:
+        raise RegistryError(str(exc)) from None
+    extra = [*config.rules_dirs, *args.rules_dir]
+    return build_registry(extra) if extra else default_registry()
+
+
+def cmd_rule(args) -> int:
+    from .registry import RegistryError
+
+    try:
+        reg = _doc_registry(args)
     except RegistryError as exc:
         return _error(str(exc))
     meta = reg.get(args.rule)
@@ -283,10 +300,10 @@ def format_rule_doc(meta) -> str:
 
 
 def cmd_rules(args) -> int:
-    from .registry import RegistryError, default_registry
+    from .registry import RegistryError
 
     try:
-        reg = default_registry()
+        reg = _doc_registry(args)
     except RegistryError as exc:
         return _error(str(exc))
     if args.json:
