@@ -144,6 +144,8 @@ MALFORMED = [
     ("", 1, "empty"),
     ("code: TFL901\nname: a\nsummary: s\npattern:\n  - call: a.b\n", 1, "prefix TFL is reserved"),
     ("code: ACME1\nname: a\nsummary: s\n", 3, "needs a `pattern:`"),
+    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\nsince:\n  a.b: '2.4'\n", 6,
+     "`since` is read only by built-in Python rules"),
 ]
 
 

@@ -25,6 +25,7 @@ from .registry import Registry, RegistryError, RuleMeta, build_registry, meta_fr
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "rule.schema.json"
 RULE_SUFFIXES = (".yaml", ".yml")
 RESERVED_PREFIX = "TFL"
+BUILTIN_ONLY = ("table", "since")  # data that a built-in rule's own Python check reads
 _CODE = re.compile(r"^([A-Z]+)([0-9]+)$")
 
 
@@ -249,6 +250,10 @@ def load_rule_file(path: Path, *, pack: bool = True) -> tuple[RuleMeta, RuleFile
                 f"code {code}: the prefix {RESERVED_PREFIX} is reserved for tflint's built-in rules; "
                 "choose your own letters, like ACME001", ["code"]
             )
+        for key in BUILTIN_ONLY:
+            if key in data:
+                raise rf.error(f"`{key}` is read only by built-in Python rules; a pack rule has its `pattern:`",
+                               key=key)
         if not data.get("pattern"):
             raise rf.error(
                 "a rule in a pack needs a `pattern:` (rules that need control flow are written in Python, "
