@@ -1,0 +1,36 @@
+"""TFL604 tensor-growth-in-loop: `acc = tf.concat([acc, x], axis)` in a Python loop."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ...semantics import get_arg
+from ..base import Check
+
+CONCAT = frozenset({
+    "tensorflow.concat", "tensorflow.experimental.numpy.concatenate", "tensorflow.experimental.numpy.append",
+    "tensorflow.experimental.numpy.vstack", "tensorflow.experimental.numpy.hstack", "keras.ops.concatenate",
+    "keras.ops.append", "keras.backend.concatenate",
+})
+
+
+class TensorGrowthInLoop(Check):
+    code = "TFL604"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        name = node.targets[0].target.value
+        call = node.value
+        if not isinstance(call, cst.Call) or self.sem.call_name(call) not in CONCAT:
+            return
+        values = get_arg(call, "values", 0) or get_arg(call, "arrays", 0) or get_arg(call, "xs", 0) or get_arg(call, "tensors", 0)
+        if values is None or not isinstance(values.value, (cst.List, cst.Tuple)):
+            return
+        if not any(isinstance(e.value, cst.Name) and e.value.value == name for e in values.value.elements):
+            return
+        loops = [lp for lp in self.index.enclosing_loops(node) if isinstance(lp, (cst.For, cst.While))]
+        if not loops:
+            return
+        self.report(call, f"`{name}` grows by concatenation in a loop: every iteration copies everything gathered so "
+                          "far (O(n²) copies in total); append the pieces to a Python list and concatenate once after "
+                          "the loop (or use `tf.TensorArray` inside a tf.function)")
