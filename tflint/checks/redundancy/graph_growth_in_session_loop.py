@@ -1,0 +1,76 @@
+"""TFL605 graph-growth-in-session-loop: TF 1 ops created inside a loop that calls `sess.run`."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..base import Check
+from ..keras.models import origin_call
+
+SESSIONS = frozenset({
+    "tensorflow.Session", "tensorflow.compat.v1.Session", "tensorflow.InteractiveSession",
+    "tensorflow.compat.v1.InteractiveSession", "tensorflow.train.MonitoredTrainingSession",
+    "tensorflow.compat.v1.train.MonitoredTrainingSession", "tensorflow.train.MonitoredSession",
+    "tensorflow.compat.v1.train.MonitoredSession", "tensorflow.compat.v1.train.SingularMonitoredSession",
+    "tensorflow.train.SingularMonitoredSession",
+})
+# TensorFlow calls that do not add nodes to the graph.
+NO_OP_PREFIXES = (
+    "tensorflow.Session", "tensorflow.compat.v1.Session", "tensorflow.InteractiveSession",
+    "tensorflow.compat.v1.InteractiveSession", "tensorflow.ConfigProto", "tensorflow.compat.v1.ConfigProto",
+    "tensorflow.GPUOptions", "tensorflow.compat.v1.GPUOptions", "tensorflow.RunOptions", "tensorflow.compat.v1.RunOptions",
+    "tensorflow.RunMetadata", "tensorflow.compat.v1.RunMetadata", "tensorflow.logging.", "tensorflow.compat.v1.logging.",
+    "tensorflow.io.gfile.", "tensorflow.gfile.", "tensorflow.compat.v1.gfile.", "tensorflow.train.Example",
+    "tensorflow.train.Feature", "tensorflow.train.BytesList", "tensorflow.train.FloatList", "tensorflow.train.Int64List",
+    "tensorflow.compat.v1.train.Example", "tensorflow.compat.v1.train.Feature", "tensorflow.Summary",
+    "tensorflow.compat.v1.Summary", "tensorflow.summary.FileWriter", "tensorflow.compat.v1.summary.FileWriter",
+    "tensorflow.get_default_graph", "tensorflow.compat.v1.get_default_graph", "tensorflow.errors.",
+    "tensorflow.TensorShape", "tensorflow.as_dtype", "tensorflow.dtypes.", "tensorflow.train.latest_checkpoint",
+    "tensorflow.compat.v1.train.latest_checkpoint", "tensorflow.compat.v1.train.get_global_step",
+    "tensorflow.train.get_global_step", "tensorflow.compat.v1.get_collection", "tensorflow.get_collection",
+    "tensorflow.compat.v1.trainable_variables", "tensorflow.trainable_variables", "tensorflow.compat.v1.global_variables",
+    "tensorflow.global_variables", "tensorflow.test.", "tensorflow.compat.v1.flags", "tensorflow.flags", "tensorflow.app.",
+    "tensorflow.compat.v1.app.", "tensorflow.python_io.", "tensorflow.compat.v1.python_io.", "tensorflow.io.TFRecordWriter",
+    "tensorflow.io.tf_record_iterator", "tensorflow.compat.v1.io.tf_record_iterator", "tensorflow.make_ndarray",
+    "tensorflow.make_tensor_proto", "tensorflow.compat.v1.make_tensor_proto",
+)
+
+
+class GraphGrowthInSessionLoop(Check):
+    code = "TFL605"
+
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        self._reported: set[int] = set()
+
+    def _is_session(self, expr: cst.BaseExpression) -> bool:
+        call: Optional[cst.Call] = expr if isinstance(expr, cst.Call) else None
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind in ("with", "assign") and isinstance(b.value, cst.Call):
+                call = b.value
+        if call is None:
+            call = origin_call(self.sem, expr)
+        return call is not None and self.sem.call_name(call) in SESSIONS
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value == "run" and self._is_session(f.value)):
+            return
+        loops = [lp for lp in self.index.enclosing_loops(node) if isinstance(lp, (cst.For, cst.While))]
+        if not loops:
+            return
+        loop = loops[-1]
+        owner = self.functions.owner(node)
+        for call in self.index.nodes(cst.Call):
+            if id(call) in self._reported or loop not in self.index.ancestors(call) or self.functions.owner(call) is not owner:
+                continue
+            q = self.sem.call_name(call)
+            if not q or not q.startswith("tensorflow.") or q.startswith(NO_OP_PREFIXES):
+                continue
+            self._reported.add(id(call))
+            self.report(call, f"`{self.code_for(call.func)}` adds new ops to the graph in every iteration of a loop "
+                              "that calls `sess.run`: the graph grows without bound, each run gets slower and memory "
+                              "leaks; build the op once before the loop (and feed values through a placeholder), or "
+                              "call `graph.finalize()` to catch this")

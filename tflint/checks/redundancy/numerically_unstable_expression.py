@@ -1,0 +1,80 @@
+"""TFL606 numerically-unstable-expression: `log(1 + x)`, `exp(x) - 1`, `log(reduce_sum(exp(x)))`."""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import get_arg, literal_value
+from ..base import Check
+
+LOG = frozenset({"tensorflow.math.log", "tensorflow.log", "tensorflow.compat.v1.log"})
+EXP = frozenset({"tensorflow.math.exp", "tensorflow.exp", "tensorflow.compat.v1.exp"})
+REDUCE_SUM = frozenset({"tensorflow.reduce_sum", "tensorflow.math.reduce_sum", "tensorflow.compat.v1.reduce_sum"})
+
+
+def _is_one(expr: cst.BaseExpression) -> bool:
+    v = literal_value(expr)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == 1
+
+
+class NumericallyUnstableExpression(Check):
+    code = "TFL606"
+
+    def _spell(self, qualified: str) -> Optional[str]:
+        return self.names.alias_for(qualified)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.sem.call_name(node) not in LOG:
+            return
+        x = get_arg(node, "x", 0)
+        if x is None or len(node.args) != 1:
+            return
+        inner = x.value
+        if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add):
+            other = inner.right if _is_one(inner.left) else inner.left if _is_one(inner.right) else None
+            if other is None:
+                return
+            message = ("`log(1 + x)` loses all precision for small `x` (1 + 1e-8 is 1.0 in float32): "
+                       "`tf.math.log1p(x)` computes it exactly")
+            log1p = self._spell("tensorflow.math.log1p")
+            if log1p is None:
+                self.report(node, message)
+                return
+            self.report(node, message, replacement=f"{log1p}({self.code_for(other)})",
+                        fix_message=f"Use `{log1p}`", applicability=Applicability.SAFE)
+            return
+        if isinstance(inner, cst.Call) and self.sem.call_name(inner) in REDUCE_SUM:
+            s = get_arg(inner, "input_tensor", 0)
+            if s is None or not isinstance(s.value, cst.Call) or self.sem.call_name(s.value) not in EXP:
+                return
+            e = get_arg(s.value, "x", 0)
+            if e is None or len(s.value.args) != 1:
+                return
+            message = ("`log(reduce_sum(exp(x)))` overflows to inf for large `x` (exp(89) is inf in float32): "
+                       "`tf.reduce_logsumexp(x)` subtracts the maximum first")
+            lse = self._spell("tensorflow.reduce_logsumexp")
+            if lse is None:
+                self.report(node, message)
+                return
+            args = [a.with_changes(value=e.value) if a is s else a for a in inner.args]
+            new = inner.with_changes(func=cst.parse_expression(lse), args=args)
+            self.report(node, message, replacement=new, fix_message=f"Use `{lse}`", applicability=Applicability.UNSAFE)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Subtract) or not _is_one(node.right):
+            return
+        left = node.left
+        if not (isinstance(left, cst.Call) and self.sem.call_name(left) in EXP and len(left.args) == 1):
+            return
+        x = get_arg(left, "x", 0)
+        if x is None:
+            return
+        message = "`exp(x) - 1` loses all precision for small `x`: `tf.math.expm1(x)` computes it exactly"
+        expm1 = self._spell("tensorflow.math.expm1")
+        if expm1 is None:
+            self.report(node, message)
+            return
+        self.report(node, message, replacement=f"{expm1}({self.code_for(x.value)})", fix_message=f"Use `{expm1}`",
+                    applicability=Applicability.SAFE)
