@@ -1,0 +1,161 @@
+"""The pre-commit hooks, run by the real `pre-commit` tool (`pre-commit try-repo`) against a scratch repository.
+
+The tflint checkout is copied (its tracked files, as they are in the working tree) into a temporary git repository
+with one commit, so that try-repo sees a clean state. pre-commit then builds its own virtualenv and installs tflint
+into it, as it does for users: that takes a while, hence `slow`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
+
+BAD = '''import tensorflow as tf
+
+ds = tf.data.Dataset.range(10).map(lambda x: x + 1, num_parallel_calls=tf.data.AUTOTUNE)
+noisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))
+safe = tf.data.Dataset.range(3).map(lambda x: x * 2)
+'''
+CLEAN = '''import tensorflow as tf
+
+ds = tf.data.Dataset.range(10).map(lambda x: x + 1, num_parallel_calls=tf.data.AUTOTUNE)
+'''
+# Loaded by every Python process started with this folder on PYTHONPATH: leaves a mark when a process pool starts.
+POOL_SPY = '''
+import os, concurrent.futures.process as _p
+open(os.environ["TFLINT_POOL_MARK"] + ".loaded", "a").close()
+_orig = _p.ProcessPoolExecutor.__init__
+def _init(self, *a, **k):
+    with open(os.environ["TFLINT_POOL_MARK"], "a") as fh:
+        fh.write("pool\\n")
+    _orig(self, *a, **k)
+_p.ProcessPoolExecutor.__init__ = _init
+'''
+
+
+def _git(cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def tflint_repo(tmp_path_factory) -> Path:
+    """A copy of this checkout (tracked files) committed into a fresh git repository."""
+    if not Path(PRE_COMMIT).exists():
+        pytest.skip("pre-commit is not installed")
+    dest = tmp_path_factory.mktemp("tflint-repo")
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout.split(b"\0")
+    files.append(b".pre-commit-hooks.yaml")
+    for raw in files:
+        if not raw:
+            continue
+        rel = raw.decode()
+        src = ROOT / rel
+        if not src.is_file():
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest / rel)
+    _git(dest, "init", "-q")
+    _git(dest, "add", "-A")
+    _git(dest, "commit", "-q", "-m", "snapshot")
+    return dest
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    p = tmp_path / "project"
+    p.mkdir()
+    _git(p, "init", "-q")
+    (p / "pyproject.toml").write_text('[tool.tflint]\nselect = ["TFL101"]\nunsafe-fixes = true\n')
+    return p
+
+
+def _try_repo(tflint_repo: Path, project: Path, hook: str, files: list[str], env_extra: dict | None = None):
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tflint_repo.parent / "pre-commit-home")}
+    env.pop("PYTHONPATH", None)
+    env.update(env_extra or {})
+    return subprocess.run(
+        [PRE_COMMIT, "try-repo", str(tflint_repo), hook, "--verbose", "--files", *files],
+        cwd=project, capture_output=True, text=True, env=env, timeout=1200,
+    )
+
+
+def test_hook_definitions():
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"tflint", "tflint-fix"}
+    for h in hooks.values():
+        args = h["entry"].split()
+        assert args[:2] == ["tflint", "check"]
+        assert args[args.index("--jobs") + 1] == "1"  # no process pool inside a pre-commit chunk
+        assert h["language"] == "python"
+        assert {"python", "jupyter"} <= set(h["types_or"])
+    assert "--fix" not in hooks["tflint"]["entry"]
+    assert "--fix" in hooks["tflint-fix"]["entry"] and "--no-unsafe-fixes" in hooks["tflint-fix"]["entry"]
+
+
+@pytest.mark.slow
+def test_check_hook_reports_and_passes(tflint_repo, project):
+    (project / "bad.py").write_text(BAD)
+    (project / "clean.py").write_text(CLEAN)
+    bad = _try_repo(tflint_repo, project, "tflint", ["bad.py"])
+    out = bad.stdout + bad.stderr
+    assert bad.returncode == 1, out
+    assert "bad.py:4:" in out and "bad.py:5:" in out and "TFL101" in out
+    assert (project / "bad.py").read_text() == BAD  # the checking hook never writes
+    clean = _try_repo(tflint_repo, project, "tflint", ["clean.py"])
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "Passed" in clean.stdout
+
+
+@pytest.mark.slow
+def test_fix_hook_applies_safe_fixes_only(tflint_repo, project):
+    (project / "bad.py").write_text(BAD)
+    res = _try_repo(tflint_repo, project, "tflint-fix", ["bad.py"])
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out  # files were modified (and the unsafe finding remains)
+    fixed = (project / "bad.py").read_text()
+    lines = fixed.splitlines()
+    # the safe fix is applied; the unsafe one is not, although the project's config sets unsafe-fixes = true
+    assert lines[4] == "safe = tf.data.Dataset.range(3).map(lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE)"
+    assert lines[3] == "noisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))"
+    assert "bad.py:4:" in out and "TFL101" in out  # what is left is reported
+
+
+@pytest.mark.slow
+def test_no_process_pool_under_pre_commit(tflint_repo, project, tmp_path):
+    """20 files (above api.PARALLEL_THRESHOLD) in one pre-commit chunk: the hook starts no process pool, while
+    the same files checked with `--jobs 2` do (the spy works). Without `--jobs 1` in the hook this test fails."""
+    spy = tmp_path / "spy"
+    spy.mkdir()
+    (spy / "sitecustomize.py").write_text(POOL_SPY)
+    mark = tmp_path / "pool-mark"
+    names = []
+    for i in range(20):
+        name = f"m{i:02d}.py"
+        (project / name).write_text(BAD)
+        names.append(name)
+    # one chunk of all 20 files (pre-commit otherwise splits them per CPU, which could hide a pool on a small box)
+    env = {"PYTHONPATH": str(spy), "TFLINT_POOL_MARK": str(mark), "PRE_COMMIT_NO_CONCURRENCY": "1"}
+    res = _try_repo(tflint_repo, project, "tflint", names, env_extra=env)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert all(f"{n}:4:" in out for n in names), out
+    assert Path(str(mark) + ".loaded").exists(), "the spy was not loaded by the hook's Python"
+    assert not mark.exists(), "a process pool was started under pre-commit"
+    # control: the spy sees a pool when tflint is asked for one
+    ctl = subprocess.run(
+        [sys.executable, "-m", "tflint", "check", "--jobs", "2", "--no-cache", *names],
+        cwd=project, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": f"{spy}{os.pathsep}{ROOT}", "TFLINT_POOL_MARK": str(mark)},
+    )
+    assert ctl.returncode == 1, ctl.stdout + ctl.stderr
+    assert mark.exists()
