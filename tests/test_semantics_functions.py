@@ -329,3 +329,39 @@ def test_python_numbers_and_loop_indices():
 ])
 def test_is_tf_op(q, expected):
     assert is_tf_op(q) is expected
+
+
+def test_parameters_with_unknown_call_sites_and_strategy_args():
+    sem = sem_of("""
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.range(3).batch(2)
+
+        @tf.function
+        def step(x, limit):
+            return strategy.run(replica, args=(x, limit))
+
+        def replica(x, limit):
+            return x
+
+        for batch in ds:
+            step(batch, config.limit)
+
+        @tf.function
+        def from_dataset(x, y):
+            return x
+
+        for x, y in ds:
+            from_dataset(x, y)
+    """)
+    t = tensors_of(sem)
+    fns = {fn.name.value: fn for fn in sem.index.functions}
+    sp = fns["step"].params.params
+    assert t.param_is_tensor(fns["step"], sp[0])  # a dataset element
+    assert not t.param_is_tensor(fns["step"], sp[1])  # only an unknown value reaches it
+    rp = fns["replica"].params.params
+    assert sem.functions.tf_function_reason(fns["replica"]) == "strategy-run"
+    assert t.param_is_tensor(fns["replica"], rp[0])
+    assert not t.param_is_tensor(fns["replica"], rp[1])
+    fp = fns["from_dataset"].params.params
+    assert t.param_is_tensor(fns["from_dataset"], fp[0]) and t.param_is_tensor(fns["from_dataset"], fp[1])

@@ -169,6 +169,14 @@ class Tensors:
         if q:
             if is_tf_op(q):
                 return True
+            if q == "builtins.next" and call.args:
+                it = call.args[0].value
+                if isinstance(it, cst.Name):
+                    b = self.index.lookup(it.value, it)
+                    it = b.value if b is not None and b.kind in ("assign", "annassign") and b.value is not None else it
+                if isinstance(it, cst.Call) and self.names.call_name(it) == "builtins.iter" and it.args:
+                    return self._is_dataset(it.args[0].value)
+                return False
             if q.startswith("keras.") and q.rsplit(".", 1)[-1][:1].isupper():
                 return False  # constructing a layer/model/optimizer
             return False
@@ -254,6 +262,12 @@ class Tensors:
         self._self_attrs[id(cls)] = out
         return out
 
+    def _is_dataset(self, expr: cst.BaseExpression) -> bool:
+        try:
+            return self.sem.datasets.is_dataset(expr)
+        except RecursionError:
+            return False
+
     def _returns_tensor(self, fn) -> bool:
         if fn is None:
             return False
@@ -289,7 +303,8 @@ class Tensors:
                     return self.is_tensor(els[b.index].value)
                 return False
             if isinstance(b.node, cst.For):
-                return False  # for a, b in ...: too many shapes of iterables to be sure
+                # for x, y in dataset: elements of a tf.data Dataset are tensors; other iterables vary too much
+                return self._is_dataset(v)
             return self.is_tensor(v)
         if b.kind == "for":
             it = b.value
@@ -297,7 +312,7 @@ class Tensors:
                 return False
             if isinstance(it, cst.Call) and self.names.call_name(it) == "builtins.range":
                 return False
-            return self.is_tensor(it)
+            return self.is_tensor(it) or self._is_dataset(it)
         return False
 
     # -- parameters ----------------------------------------------------------------------------------------
@@ -319,19 +334,46 @@ class Tensors:
             return False
         if param.default is not None:
             return self.is_tensor(param.default)
-        if reason in ("keras-step", "strategy-run", "graph-fn", "dataset-fn"):
+        if reason == "strategy-run":
+            args = self._strategy_run_args(fn, param)
+            return all(self.is_tensor(a) for a in args) if args is not None else True
+        if reason in ("keras-step", "graph-fn", "dataset-fn"):
             return True
         if reason in ("decorated", "wrapped"):
             if self.has_input_signature(fn):
                 return param in list(fn.params.params) + list(fn.params.posonly_params)
-            for arg in self._args_for(fn, param):
-                if self.is_python_value(arg):
-                    return False
-            return True
+            args = self._args_for(fn, param)
+            if not args:
+                return True  # called from elsewhere: an unannotated, undefaulted argument is taken as a tensor
+            # with call sites in the file, follow them: no Python value, and at least one tensor
+            return not any(self.is_python_value(a) for a in args) and any(self.is_tensor(a) for a in args)
         # called from a graph function: every graph call site must pass a tensor
         args = [a for a, caller in self._args_for(fn, param, with_caller=True)
                 if self.functions.tf_function_of(caller) is not None]
         return bool(args) and all(self.is_tensor(a) for a in args)
+
+    def _strategy_run_args(self, fn, param: cst.Param) -> Optional[list[cst.BaseExpression]]:
+        """The values `strategy.run(fn, args=(...))` passes to `param`, or None when not visible."""
+        positional = list(fn.params.posonly_params) + list(fn.params.params)
+        if param not in positional:
+            return None
+        pos = positional.index(param)
+        out = []
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in ("run", "experimental_run_v2")):
+                continue
+            first = get_arg(call, "fn", 0)
+            if first is None or self.functions.resolve_callable(first.value) is not fn:
+                continue
+            args = get_arg(call, "args", 1)
+            if args is None or not isinstance(args.value, (cst.Tuple, cst.List)):
+                return None
+            els = args.value.elements
+            if pos >= len(els) or isinstance(els[pos], cst.StarredElement):
+                return None
+            out.append(els[pos].value)
+        return out or None
 
     def has_input_signature(self, fn) -> bool:
         if isinstance(fn, cst.FunctionDef):

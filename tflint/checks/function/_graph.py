@@ -103,3 +103,19 @@ def _is_container_literal(check, v: cst.BaseExpression) -> bool:
         return q in ("builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
                      "collections.OrderedDict", "collections.deque")
     return False
+
+
+def only_traced(check, fn) -> bool:
+    """A decorated def used only through `.get_concrete_function(...)`: it is traced, never called, so its
+    trace-time Python effects are the point (e.g. capturing static shapes)."""
+    if not isinstance(fn, cst.FunctionDef):
+        return False
+    refs = [n for n in check.index.nodes(cst.Name) if n.value == fn.name.value and n is not fn.name]
+    if not refs:
+        return False
+    for n in refs:
+        parent = check.index.parent(n)
+        if not (isinstance(parent, cst.Attribute) and parent.value is n and
+                parent.attr.value in ("get_concrete_function", "experimental_get_tracing_count")):
+            return False
+    return True

@@ -2,6 +2,8 @@
 `model.run_eagerly = True` left in code."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ...findings import Applicability
@@ -10,13 +12,20 @@ from ..base import Check, NodeEdit
 
 RUN_EAGERLY = frozenset({"tensorflow.config.run_functions_eagerly",
                          "tensorflow.config.experimental_run_functions_eagerly"})
+TEST_FILE = re.compile(r"(^|[/\\])(test_[^/\\]*|[^/\\]*_test)\.py$|(^|[/\\])(tests?|testing)[/\\]")
 MESSAGE_TAIL = "every tf.function (and Keras `train_step`) then runs op by op in Python, without graph optimizations"
 
 
 class EagerModeForced(Check):
     code = "TFL209"
 
+    def __init__(self, ctx, meta) -> None:
+        super().__init__(ctx, meta)
+        self._test_file = bool(TEST_FILE.search(ctx.path or ""))
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self._test_file:
+            return  # tests force eager execution on purpose (to step through, or to compare modes)
         q = self.names.call_name(node)
         if q in RUN_EAGERLY:
             arg = get_arg(node, "run_eagerly", 0)
@@ -39,7 +48,7 @@ class EagerModeForced(Check):
                         fix_message="Remove `run_eagerly=True`")
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) != 1:
+        if self._test_file or len(node.targets) != 1:
             return
         t = node.targets[0].target
         if isinstance(t, cst.Attribute) and t.attr.value == "run_eagerly" and literal_value(node.value) is True:

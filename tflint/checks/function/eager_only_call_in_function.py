@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...semantics import get_arg, literal_value
 from ..base import Check
 from ._graph import graph_function, tensors
 
@@ -25,10 +26,15 @@ class EagerOnlyCallInFunction(Check):
         if not q:
             return
         if q in CONVERSIONS and len(node.args) == 1:
-            if graph_function(self, node) is not None and tensors(self).is_tensor(node.args[0].value):
-                name = q.split(".")[1]
-                self.report(node, f"`{name}(tensor)` inside a graph function: a symbolic tensor cannot become a "
-                                  f"Python {name} while tracing; keep it a tensor (`tf.cast`)")
+            fn = graph_function(self, node)
+            if fn is None or not tensors(self).is_tensor(node.args[0].value):
+                return
+            name = q.split(".")[1]
+            # AutoGraph converts `int(t)`/`float(t)` into `tf.cast`; `bool(t)` always fails on a symbolic tensor
+            if name in ("int", "float") and not self._autograph_off(fn):
+                return
+            self.report(node, f"`{name}(tensor)` inside a graph function: a symbolic tensor cannot become a "
+                              f"Python {name} while tracing; keep it a tensor (`tf.cast`, `tf.cond`)")
             return
         if q.startswith("numpy.") and node.args:
             if graph_function(self, node) is None:
@@ -37,6 +43,17 @@ class EagerOnlyCallInFunction(Check):
                 self.report(node, f"NumPy `{q.split('.', 1)[1]}` on a tensor inside a graph function: NumPy needs a "
                                   "concrete value, which a traced tensor does not have; use the TensorFlow op "
                                   "(`tf.math`, `tf.experimental.numpy`)")
+
+    def _autograph_off(self, fn) -> bool:
+        """The enclosing tf.function was created with `autograph=False` (no conversion of builtins)."""
+        for f in [fn, *[a for a in self.index.ancestors(fn) if isinstance(a, cst.FunctionDef)]]:
+            if isinstance(f, cst.FunctionDef):
+                dec = self.functions.tf_function_decorator(f)
+                if dec is not None and isinstance(dec.decorator, cst.Call):
+                    arg = get_arg(dec.decorator, "autograph")
+                    if arg is not None and literal_value(arg.value) is False:
+                        return True
+        return False
 
     def _tensor_like(self, recv: cst.BaseExpression) -> bool:
         t = tensors(self)

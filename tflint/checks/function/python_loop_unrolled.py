@@ -58,9 +58,8 @@ class PythonLoopUnrolled(Check):
                     return f"{n} iterations"
             return None
         # a Python size known only when tracing
-        if isinstance(stop, cst.Call) and self.names.call_name(stop) == "builtins.len" and stop.args:
-            if tensors(self).is_tensor(stop.args[0].value):
-                return "`len()` of a tensor: one copy per element of its static dimension"
+        # `len(x)` is not reported: on a list it is what unrolling is for, and on a tensor AutoGraph's `len` gives a
+        # tensor (a graph loop) unless the dimension is static
         if isinstance(stop, cst.Subscript) and isinstance(stop.value, cst.Attribute) and stop.value.attr.value == "shape":
             if tensors(self).is_tensor(stop.value.value):
                 return "a static dimension of a tensor: one copy per element"

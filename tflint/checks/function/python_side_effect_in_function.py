@@ -5,7 +5,12 @@ import libcst as cst
 
 from ...findings import Applicability
 from ..base import Check
-from ._graph import LIST_MUTATORS, graph_function, is_outer_container, spell, walk
+from ._graph import LIST_MUTATORS, graph_function as _graph_function, is_outer_container, only_traced, spell, walk
+
+
+def graph_function(check, node):
+    fn = _graph_function(check, node)
+    return None if fn is None or only_traced(check, fn) else fn
 
 
 class PythonSideEffectInFunction(Check):
