@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tflint.checks import declarative
-from tflint.packs import SCHEMA_PATH, PackError, load_rule_file, read_rule_file, rule_files, schema, schema_errors
+from tflint.packs import PackError, load_rule_file, read_rule_file, rule_files, schema, schema_errors
+from tflint.schema import SCHEMA_PATH, Validator, validator
 from tflint.registry import DOC_SECTIONS, FIX_KINDS, rules_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,9 +90,12 @@ def _rule(pattern):
 
 
 def _schema_ok(data) -> bool:
+    """The verdict of tflint's own validator, checked against the reference implementation every time."""
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(schema()).is_valid(data)
+    ours = validator().is_valid(data)
+    assert ours == Draft202012Validator(schema()).is_valid(data), f"validators disagree on {data!r}"
+    return ours
 
 
 def _matcher_ok(pattern) -> bool:
@@ -158,3 +162,66 @@ def test_malformed_rule_file_names_file_line_and_problem(tmp_path, text, line, w
     message = str(info.value)
     assert message.startswith(f"{path}:{line}: "), message
     assert words in message, message
+
+
+# -- tflint's validator agrees with the `jsonschema` package -------------------------------------------------------
+def test_validator_agrees_with_jsonschema_on_every_known_file(tmp_path):
+    import yaml
+
+    docs = [read_rule_file(p).data for p in [*BUILTIN_FILES, *rule_files(EXAMPLE_PACK)]]
+    for text, _, _ in MALFORMED:
+        try:
+            docs.append(yaml.safe_load(text))
+        except yaml.YAMLError:
+            pass
+    assert len(docs) > 40
+    for data in docs:
+        _schema_ok(data)
+
+
+def test_validator_refuses_schema_keywords_it_does_not_implement():
+    with pytest.raises(ValueError, match="patternProperties"):
+        Validator({"type": "object", "patternProperties": {"^x": {"type": "string"}}})
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers(-3, 5) | st.floats(allow_nan=False, allow_infinity=False) | \
+        st.sampled_from(["", "safe", "sfe", "none", "a.b", "tf.x", "tensorflow.data.AUTOTUNE", "ACME1", "TFL1",
+                         "x y", "dataset", "2.4", "False", "name", "my-rule"])
+    keys = st.sampled_from(["name", "value", "symbol", "position", "equals", "call", "method", "keyword", "before",
+                            "after", "should-flag", "fixed", "x", "select", "target-version"])
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
+                        max_leaves=6)
+
+
+BASE = {"code": "ACME1", "name": "a-rule", "summary": "s", "fix": ["safe"], "default": True,
+        "pattern": [dict(GOOD_ENTRIES[3])],
+        "examples": {"should-flag": ["x = 1\n"], "fixed": [{"before": "x\n", "after": "y\n"}]}}
+TOP_KEYS = [*schema()["properties"], "unknown-key"]
+ENTRY_KEYS = [*sorted(declarative.ENTRY_KEYS), "keywrd"]
+
+
+def test_validator_agrees_with_jsonschema_on_mutated_rules():
+    import copy
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.sampled_from(TOP_KEYS), st.sampled_from(ENTRY_KEYS), _json_values(), st.integers(0, 3))
+    def check(top, entry_key, value, where):
+        data = copy.deepcopy(BASE)
+        if where == 0:
+            data[top] = value
+        elif where == 1:
+            data["pattern"][0][entry_key] = value
+        elif where == 2:
+            data["pattern"][0].pop(entry_key, None)
+            data.pop(top, None)
+        else:
+            data["examples"][top if top in ("select", "target-version") else "fixed"] = value
+        _schema_ok(data)
+
+    check()

@@ -16,13 +16,12 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from .registry import Registry, RegistryError, RuleMeta, build_registry, meta_from_yaml, rules_dir
+from .schema import SchemaError, rule_schema, validator
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "rule.schema.json"
 RULE_SUFFIXES = (".yaml", ".yml")
 RESERVED_PREFIX = "TFL"
 BUILTIN_ONLY = ("table", "since")  # data that a built-in rule's own Python check reads
@@ -135,32 +134,22 @@ def _check_duplicate_keys(path: Path, node: Any) -> None:
 
 
 # -- validation ------------------------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
 def schema() -> dict[str, Any]:
     """The JSON Schema every rule file (built-in or pack) must satisfy; it ships inside the package."""
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-
-
-@lru_cache(maxsize=None)
-def _validator():
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(schema())
+    return rule_schema()
 
 
 def schema_errors(rf: RuleFile) -> list[PackError]:
     """Every schema violation of one file, each as `file:line: message`, in file order."""
-    from jsonschema.exceptions import relevance
-
-    out: list[tuple[int, PackError]] = []
-    for top in sorted(_validator().iter_errors(rf.data), key=relevance):
+    out: list[tuple[int, int, PackError]] = []
+    for n, top in enumerate(validator().iter_errors(rf.data)):
         err, hint = _refine(top, None)
-        path = list(err.absolute_path)
+        path = list(err.path)
         message, key = _describe(err, hint)
         line = rf.line(path, key)
-        out.append((line, PackError(f"{rf.path}:{line}: {_where(path)}{message}")))
-    out.sort(key=lambda t: t[0])
-    return [e for _, e in out]
+        out.append((line, n, PackError(f"{rf.path}:{line}: {_where(path)}{message}")))
+    out.sort(key=lambda t: t[:2])
+    return [e for _, _, e in out]
 
 
 def _where(path: list[Any]) -> str:
@@ -172,49 +161,40 @@ def _where(path: list[Any]) -> str:
     return f"`{text}`: "
 
 
-def _refine(err, hint: Optional[str]):
+def _refine(err: SchemaError, hint: Optional[str]) -> tuple[SchemaError, Optional[str]]:
     """Descend into a `oneOf` whose alternatives differ by type (a name or a list of names; an entry or a list of
     entries) to the alternative the value has the type of, so the error points inside it. Returns the error and
     the nearest `x-message` on the way down."""
-    from jsonschema.exceptions import relevance
-
-    schema_ = err.schema if isinstance(err.schema, dict) else {}
-    hint = schema_.get("x-message", hint)
+    hint = err.schema.get("x-message", hint)
     if err.validator in ("oneOf", "anyOf") and err.context:
-        branches: dict[Any, list[Any]] = {}
+        branches: dict[Any, list[SchemaError]] = {}
         for sub in err.context:
-            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
-        viable = [errs for errs in branches.values()
-                  if not any(e.validator in ("type", "enum") and not e.relative_path for e in errs)]
+            branches.setdefault(sub.branch, []).append(sub)
+
+        def mismatch(errs: list[SchemaError], kinds: tuple[str, ...]) -> bool:
+            return any(e.validator in kinds and e.path == err.path for e in errs)
+
+        viable = [errs for errs in branches.values() if not mismatch(errs, ("type", "enum"))]
         if not viable:  # e.g. a bad enum value: the alternative that is not a type mismatch
-            viable = [errs for errs in branches.values()
-                      if not any(e.validator == "type" and not e.relative_path for e in errs)]
+            viable = [errs for errs in branches.values() if not mismatch(errs, ("type",))]
         if len(viable) == 1 and len(branches) > 1:
-            return _refine(max(viable[0], key=relevance), hint)
+            return _refine(viable[0][0], hint)
     return err, hint
 
 
-def _describe(err, hint: Optional[str] = None) -> tuple[str, Optional[str]]:
-    """A message for one jsonschema error (and the key to point at, when the problem is a key)."""
-    schema_ = err.schema if isinstance(err.schema, dict) else {}
+def _describe(err: SchemaError, hint: Optional[str] = None) -> tuple[str, Optional[str]]:
+    """A message for one schema error (and the key to point at, when the problem is a key)."""
+    schema_ = err.schema
     if "x-message" not in schema_ and hint and err.validator not in ("additionalProperties", "required"):
         schema_ = {**schema_, "x-message": hint}
     instance = err.instance
-    if err.validator == "additionalProperties" and isinstance(instance, dict):
+    if err.validator == "additionalProperties" and err.names:
         known = sorted(schema_.get("properties", {}))
-        unknown = sorted(k for k in instance if k not in schema_.get("properties", {}))
-        if unknown:
-            return f"unknown key `{unknown[0]}` (known: {', '.join(known)})", str(unknown[0])
+        return f"unknown key `{err.names[0]}` (known: {', '.join(known)})", err.names[0]
     if err.validator == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        if "x-message" in schema_ and isinstance(instance, dict) and not instance:
-            return schema_["x-message"], None
-        return f"missing `{missing}`", None
+        return f"missing `{err.names[0]}`", None
     if err.validator == "dependentRequired":
-        # message: "'keyword' is a dependency of 'rename-keyword'"
-        parts = err.message.split("'")
-        if len(parts) >= 4:
-            return f"`{parts[3]}` needs `{parts[1]}` in the same entry", parts[3]
+        return f"`{err.key}` needs `{err.names[0]}` in the same entry", err.key
     if err.validator == "oneOf" and isinstance(instance, dict) and "entry" in str(schema_.get("x-message", "")):
         from .checks.declarative import MATCH_KEYS
 
