@@ -347,6 +347,11 @@ def _edit(lines: LineIndex, start: int, end: int, content: str) -> Edit:
     return Edit(content, Position(sr, sc + 1), Position(er, ec + 1), start, end)
 
 
+def _reindent(code: str, indent: str) -> str:
+    first, *rest = code.split("\n")
+    return "\n".join([first] + [indent + r if r.strip() else r for r in rest])
+
+
 def _node_edit(ctx: FileContext, e: NodeEdit, positions: _Positions, lines: LineIndex) -> Optional[Edit]:
     text = ctx.text
     if e.mode == "replace" and e.node is not None:
@@ -356,9 +361,15 @@ def _node_edit(ctx: FileContext, e: NodeEdit, positions: _Positions, lines: Line
         s = lines.offset(rng.start.line, rng.start.column)
         t = lines.offset(rng.end.line, rng.end.column)
         old = ctx.module.code_for_node(e.target)
-        if text[s:t] != old:
-            return None
         new = ctx.module.code_for_node(e.node)
+        if text[s:t] != old:
+            # a multi-line node inside an indented block: code_for_node leaves out the block's indentation on
+            # continuation lines; put it back (and on the replacement too) when that reproduces the file's text
+            line = lines.line(rng.start.line)
+            indent = line[: len(line) - len(line.lstrip())]
+            old, new = _reindent(old, indent), _reindent(new, indent)
+            if not indent or text[s:t] != old:
+                return None
         # minimal edit: trim the common prefix and suffix
         p = 0
         limit = min(len(old), len(new))
