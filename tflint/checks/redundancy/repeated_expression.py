@@ -1,0 +1,341 @@
+"""TFL601 repeated-tensor-expression and TFL602 repeated-expression-in-function: the same pure tensor
+expression computed twice with no change to its inputs in between (TFL601 in eager code, TFL602 inside a
+tf.function, where Grappler's common-subgraph elimination usually removes the duplicate).
+
+Expressions are compared structurally (whitespace, parentheses and the spelling of literals do not matter).
+An expression qualifies when every call in it resolves to a deterministic TensorFlow op and it works on tensors
+(it contains such a call, sits inside one's arguments, or reads a name assigned from one). Two occurrences count
+only when the first always runs before the second (same block or an enclosing one), neither is evaluated
+conditionally (`a if c else b`, `x and y`, comprehensions, lambdas, a `while` test), no input is rebound between
+them, and nothing between them calls a method on an input or hands it to non-TensorFlow code (which might mutate
+a variable).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional
+
+import libcst as cst
+
+from ...findings import Applicability
+from ...semantics import literal_value, NOT_LITERAL
+from ..base import Check, NodeEdit
+from ..common import IMPURE_PREFIXES, RANDOM_PREFIXES
+
+# Cheap or constant-producing ops: repeating them costs nothing worth a finding.
+CHEAP = frozenset({
+    "tensorflow.shape", "tensorflow.rank", "tensorflow.size", "tensorflow.constant", "tensorflow.convert_to_tensor",
+    "tensorflow.identity", "tensorflow.TensorShape", "tensorflow.as_dtype", "tensorflow.zeros", "tensorflow.ones",
+    "tensorflow.range", "tensorflow.stop_gradient", "tensorflow.compat.v1.placeholder", "tensorflow.expand_dims",
+    "tensorflow.reshape", "tensorflow.squeeze", "tensorflow.transpose", "tensorflow.cast", "tensorflow.dtypes.cast",
+    "tensorflow.zeros_like", "tensorflow.ones_like", "tensorflow.shape_n", "tensorflow.get_static_value",
+})
+STATEFUL = ("tensorflow.Variable", "tensorflow.compat.v1.get_variable", "tensorflow.compat.v1.Variable")
+CONDITIONAL = (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+OP_WORDS = {cst.Add: "plus", cst.Subtract: "minus", cst.Multiply: "times", cst.Divide: "over", cst.Power: "pow",
+            cst.MatrixMultiply: "matmul", cst.FloorDivide: "floordiv", cst.Modulo: "mod"}
+
+
+class _Occurrence:
+    __slots__ = ("node", "owner", "order", "inputs")
+
+    def __init__(self, node, owner, order, inputs) -> None:
+        self.node = node
+        self.owner = owner
+        self.order = order
+        self.inputs = inputs
+
+
+class RepeatedTensorExpression(Check):
+    code = "TFL601"
+    in_function = False  # TFL602 reports the occurrences inside tf.functions
+
+    def finish(self) -> None:
+        groups: dict[tuple, list[_Occurrence]] = defaultdict(list)
+        for typ in (cst.Call, cst.BinaryOperation):
+            for node in self.index.nodes(typ):
+                occ = self._occurrence(node)
+                if occ is not None:
+                    key = self._key(node)
+                    if key is not None:
+                        groups[(id(occ.owner), key)].append(occ)
+        reported: set[int] = set()
+        # larger expressions first: their sub-expressions are then not reported again
+        ordered = sorted((g for g in groups.values() if len(g) > 1),
+                         key=lambda g: -len(self.code_for(g[0].node)))
+        for group in ordered:
+            group = [o for o in group if not any(id(a) in reported for a in self.index.ancestors(o.node))]
+            group.sort(key=lambda o: (o.order, self._position_key(o.node)))
+            chain = self._chain(group)
+            if len(chain) < 2:
+                continue
+            if self.functions.in_tf_function(chain[1].node) != self.in_function:
+                continue
+            for o in chain:
+                reported.add(id(o.node))
+            self._report(chain)
+
+    # -- candidates ---------------------------------------------------------------------------------------
+    def _occurrence(self, node: cst.BaseExpression) -> Optional[_Occurrence]:
+        owner = self.functions.owner(node)
+        if isinstance(owner, cst.Lambda):
+            return None
+        child = node
+        for a in self.index.ancestors(node):
+            if isinstance(a, CONDITIONAL) and not (isinstance(a, cst.BooleanOperation) and child is a.left) and not (
+                    isinstance(a, cst.IfExp) and child is a.test):
+                return None
+            if isinstance(a, cst.While) and child is a.test:
+                return None
+            if isinstance(a, (cst.Decorator, cst.Param, cst.FunctionDef, cst.ClassDef, cst.Module)):
+                if isinstance(a, (cst.Decorator, cst.Param)):
+                    return None
+                break
+            child = a
+        inputs: set[str] = set()
+        has_tf = self._pure(node, inputs)
+        if has_tf is None or not inputs:
+            return None
+        if not has_tf and not self._tensor_context(node, inputs):
+            return None
+        if isinstance(node, cst.Call) and self.sem.call_name(node) in CHEAP:
+            return None
+        return _Occurrence(node, owner, self.index.order_of(node), inputs)
+
+    def _pure(self, node: cst.CSTNode, inputs: set[str]) -> Optional[bool]:
+        """None when `node` is not a pure TF/arithmetic expression; else whether it contains a TF call. Collects
+        the names it reads into `inputs`."""
+        if isinstance(node, cst.Name):
+            q = self.names.qualified_name(node)
+            if q and self.names.is_tf(q):
+                return False
+            if node.value in ("True", "False", "None"):
+                return False
+            inputs.add(node.value)
+            return False
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return False
+        if isinstance(node, cst.Attribute):
+            q = self.names.qualified_name(node)
+            if q and self.names.is_tf(q):
+                return False
+            if node.attr.value in ("shape", "dtype", "T", "ndim") and isinstance(node.value, cst.Name):
+                inputs.add(node.value.value)
+                return False
+            return None
+        if isinstance(node, cst.UnaryOperation):
+            return self._pure(node.expression, inputs)
+        if isinstance(node, cst.BinaryOperation):
+            left = self._pure(node.left, inputs)
+            right = self._pure(node.right, inputs)
+            return None if left is None or right is None else (left or right)
+        if isinstance(node, (cst.Tuple, cst.List)):
+            found = False
+            for el in node.elements:
+                r = self._pure(el.value, inputs)
+                if r is None:
+                    return None
+                found = found or r
+            return found
+        if isinstance(node, cst.Call):
+            q = self.sem.call_name(node)
+            if not q or not q.startswith("tensorflow.") or q.startswith(STATEFUL):
+                return None
+            if any(q.startswith(p) for p in IMPURE_PREFIXES) or any(q.startswith(p) for p in RANDOM_PREFIXES):
+                return None
+            for arg in node.args:
+                if arg.star or self._pure(arg.value, inputs) is None:
+                    return None
+            return True
+        return None
+
+    def _tensor_context(self, node: cst.CSTNode, inputs: set[str]) -> bool:
+        """Arithmetic counts as tensor work inside a TF op's arguments or on names assigned from TF ops."""
+        stmt = self.index.statement_of(node)
+        for a in self.index.ancestors(node):
+            if a is stmt:
+                break
+            if isinstance(a, cst.Call):
+                q = self.sem.call_name(a)
+                if q and q.startswith("tensorflow.") and q not in CHEAP:
+                    return True
+        for name in inputs:
+            b = self.index.lookup(name, node)
+            if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
+                q = self.sem.call_name(b.value)
+                if q and q.startswith("tensorflow."):
+                    return True
+        return False
+
+    def _key(self, node: cst.CSTNode):
+        if isinstance(node, cst.Name):
+            return ("N", node.value)
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            v = literal_value(node)
+            return ("L", type(v).__name__, v) if v is not NOT_LITERAL else None
+        if isinstance(node, cst.Attribute):
+            inner = self._key(node.value)
+            return ("A", inner, node.attr.value) if inner else None
+        if isinstance(node, cst.UnaryOperation):
+            inner = self._key(node.expression)
+            return ("U", type(node.operator).__name__, inner) if inner else None
+        if isinstance(node, cst.BinaryOperation):
+            left, right = self._key(node.left), self._key(node.right)
+            return ("B", type(node.operator).__name__, left, right) if left and right else None
+        if isinstance(node, (cst.Tuple, cst.List)):
+            parts = tuple(self._key(e.value) for e in node.elements)
+            return ("T", parts) if all(parts) else None
+        if isinstance(node, cst.Call):
+            q = self.sem.call_name(node)
+            parts = tuple((a.keyword.value if a.keyword else None, self._key(a.value)) for a in node.args)
+            return ("C", q, parts) if q and all(p[1] for p in parts) else None
+        return None
+
+    def _position_key(self, node: cst.CSTNode) -> int:
+        # within one statement, source order of the nodes (the index lists nodes of a type in source order)
+        nodes = self.index.nodes(type(node))
+        try:
+            return nodes.index(node)
+        except ValueError:
+            return 0
+
+    # -- is the second occurrence a recomputation of the first? ---------------------------------------------
+    def _chain(self, group: list[_Occurrence]) -> list[_Occurrence]:
+        if not group:
+            return []
+        chain = [group[0]]
+        for occ in group[1:]:
+            if self._same_value(chain[-1], occ):
+                chain.append(occ)
+            elif len(chain) < 2:
+                chain = [occ]
+            else:
+                break
+        return chain
+
+    def _same_value(self, first: _Occurrence, second: _Occurrence) -> bool:
+        if first.owner is not second.owner:
+            return False
+        blocks_first = [a for a in self.index.ancestors(first.node) if isinstance(a, (cst.IndentedBlock, cst.SimpleStatementSuite))]
+        ancestors_second = set(map(id, self.index.ancestors(second.node)))
+        if any(id(b) not in ancestors_second for b in blocks_first):
+            return False  # the first may not run before the second (another branch, a loop the second is not in)
+        scope = self.index.scopes.get(id(first.owner) if first.owner is not None else id(self.index.module))
+        if scope is None:
+            return False
+        loops_second = [lp for lp in self.index.enclosing_loops(second.node) if lp not in set(self.index.enclosing_loops(first.node))]
+        for name in first.inputs:
+            for b in scope.bindings.get(name, ()):
+                if b.kind == "param":
+                    continue
+                if isinstance(b.value, cst.Call) and (self.sem.call_name(b.value) or "").startswith(STATEFUL):
+                    return False  # a variable: its value can change without a rebinding
+                if first.order < second.order and first.order <= b.order < second.order:
+                    return False
+                if any(lp in self.index.ancestors(b.node) or lp is b.node for lp in loops_second):
+                    return False
+        # calls between the two that may mutate an input
+        for call in self.index.nodes(cst.Call):
+            o = self.index.order_of(call)
+            if not (first.order < o < second.order) or self.functions.owner(call) is not first.owner:
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value.startswith(("assign", "apply", "minimize", "update", "append", "extend", "scatter")):
+                return False
+            q = self.sem.call_name(call)
+            if q and q.startswith("tensorflow.") and not q.startswith(STATEFUL):
+                continue
+            text_names = {n.value for n in self._names_in(call)}
+            if text_names & first.inputs:
+                return False
+        return True
+
+    def _names_in(self, node: cst.CSTNode) -> list[cst.Name]:
+        out = []
+        for n in self.index.nodes(cst.Name):
+            if node in self.index.ancestors(n):
+                out.append(n)
+        return out
+
+    # -- report and fix -----------------------------------------------------------------------------------
+    def _report(self, chain: list[_Occurrence]) -> None:
+        first, second = chain[0], chain[1]
+        text = self.code_for(first.node)
+        short = text if len(text) <= 60 else text[:57] + "..."
+        if self.in_function:
+            message = (f"`{short}` is computed more than once in this tf.function with the same inputs; Grappler's "
+                       "common-subgraph elimination usually merges the copies (check with `tflint inspect`), but "
+                       "a local variable says it once")
+        else:
+            message = (f"`{short}` is computed more than once with the same inputs: in eager code every copy runs "
+                       "(and allocates); compute it once into a local variable")
+        edits = self._hoist(chain)
+        if edits is None:
+            self.report(second.node, message)
+        else:
+            self.report(second.node, message, edits=edits, fix_message="Compute it once into a local variable",
+                        applicability=Applicability.UNSAFE)
+
+    def _hoist(self, chain: list[_Occurrence]) -> Optional[list[NodeEdit]]:
+        first = chain[0]
+        stmt = self.index.statement_of(first.node)
+        anchor = stmt
+        if isinstance(stmt, cst.BaseSmallStatement):
+            anchor = self.index.parent(stmt)
+            if not isinstance(anchor, cst.SimpleStatementLine):
+                return None
+        elif isinstance(stmt, cst.If):
+            if isinstance(self.index.parent(stmt), cst.If):
+                return None  # an `elif`
+        elif not isinstance(stmt, (cst.For, cst.With)):
+            return None
+        parent = self.index.parent(anchor)
+        if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            return None
+        name = self._fresh_name(first)
+        if name is None:
+            return None
+        indent = ""
+        for a in self.index.ancestors(anchor):
+            if isinstance(a, cst.IndentedBlock):
+                indent += a.indent if a.indent is not None else self.ctx.module.default_indent
+        code = self.code_for(first.node)
+        if "\n" in code:
+            code = f"({code})" if not code.startswith("(") else code
+        edits = [NodeEdit(anchor, "insert_before", text=f"{name} = {code}{self.ctx.module.default_newline}{indent}")]
+        edits += [NodeEdit(o.node, "replace", node=cst.Name(name)) for o in chain]
+        return edits
+
+    def _fresh_name(self, occ: _Occurrence) -> Optional[str]:
+        node = occ.node
+        base = "common"
+        if isinstance(node, cst.Call):
+            func = node.func
+            fname = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "value"
+            first = node.args[0].value if node.args else None
+            base = f"{fname}_{first.value}" if isinstance(first, cst.Name) else fname
+        elif isinstance(node, cst.BinaryOperation):
+            left, right = node.left, node.right
+            word = OP_WORDS.get(type(node.operator), "op")
+            if isinstance(left, cst.Name) and isinstance(node.operator, cst.Power) and literal_value(right) == 2:
+                base = f"{left.value}_squared"
+            elif isinstance(left, cst.Name) and isinstance(right, (cst.Name, cst.Integer)):
+                base = f"{left.value}_{word}_{right.value}"
+        taken = set()
+        for scope in self.index.scopes.values():
+            taken.update(scope.bindings)
+        for n in self.index.nodes(cst.Name):
+            parent = self.index.parent(n)
+            if not (isinstance(parent, cst.Attribute) and parent.attr is n):
+                taken.add(n.value)
+        candidate = base
+        i = 2
+        while candidate in taken:
+            candidate = f"{base}_{i}"
+            i += 1
+        return candidate if candidate.isidentifier() else None
+
+
+class RepeatedExpressionInFunction(RepeatedTensorExpression):
+    code = "TFL602"
+    in_function = True
