@@ -15,12 +15,16 @@ def _escape_prop(s: str) -> str:
 def render(findings: list[Finding], **_: object) -> str:
     lines = []
     for f in findings:
-        cell = f" (cell {f.cell})" if f.cell is not None else ""
-        props = (
-            f"title={_escape_prop('tflint (' + f.code + ')')},file={_escape_prop(f.filename)},"
-            f"line={f.location.row},col={f.location.column},"
-            f"endLine={f.end_location.row},endColumn={f.end_location.column}"
-        )
-        msg = f"{f.filename}:{f.location.row}:{f.location.column}:{cell} {f.code} {f.message}"
+        props = f"title={_escape_prop('tflint (' + f.code + ')')},file={_escape_prop(f.filename)}"
+        if f.cell is None:
+            props += (
+                f",line={f.location.row},col={f.location.column},"
+                f"endLine={f.end_location.row},endColumn={f.end_location.column}"
+            )
+            where = f"{f.filename}:{f.location.row}:{f.location.column}"
+        else:
+            # rows count within the cell, not within the .ipynb file GitHub shows: annotate the file, say where
+            where = f"{f.filename}:cell {f.cell}:{f.location.row}:{f.location.column}"
+        msg = f"{where}: {f.code} {f.message}"
         lines.append(f"::error {props}::{_escape_data(msg)}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -85,6 +85,8 @@ def render(findings: list[Finding], registry=None, **_: object) -> str:
                     }
                 },
                 "results": results,
+                # tflint counts columns in code points (as Python does), not SARIF's default UTF-16 units
+                "columnKind": "unicodeCodePoints",
             }
         ],
     }
