@@ -93,7 +93,7 @@ def read_rule_file(path: Path) -> RuleFile:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}:1: cannot read the rule file: {exc}") from None
-    loader = yaml.SafeLoader(text)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml when present: ~10x faster
     try:
         node = loader.get_single_node()
         if node is None:
