@@ -225,3 +225,19 @@ def test_validator_agrees_with_jsonschema_on_mutated_rules():
         _schema_ok(data)
 
     check()
+
+
+def test_builtin_declarative_rules_carry_examples():
+    """Every built-in rule written as data (`pattern:`) ships its own examples, run by `tflint test-rules rules/`:
+    at least one should-flag, one should-not-flag, and a fixed pair when it offers a fix."""
+    missing = []
+    for path in BUILTIN_FILES:
+        data = read_rule_file(path).data
+        if not data.get("pattern"):
+            continue
+        ex = data.get("examples") or {}
+        fixable = any(f != "none" for f in (data.get("fix") if isinstance(data.get("fix"), list) else [data.get("fix")]))
+        for kind in ("should-flag", "should-not-flag", *(["fixed"] if fixable else [])):
+            if not ex.get(kind):
+                missing.append(f"{path.name}: no `{kind}` example")
+    assert not missing, "\n".join(missing)
