@@ -31,6 +31,7 @@ from .source import LineIndex, SourceError, read_source, write_atomic
 from .suppress import _NOQA, _SPLIT, parse_directives
 
 NEVER_NOQA = frozenset({SYNTAX_ERROR, UNUSED_SUPPRESSION})
+_CODE_LIKE = re.compile(r"[A-Za-z]+[0-9]+|[a-z][a-z0-9]*(?:-[a-z0-9]+)+")  # a code (E501) or a rule name
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,14 @@ def merge_noqa(comment: str, codes: Iterable[str]) -> Optional[str]:
     new = [c for c in codes if c not in present]
     if not new:
         return comment
-    _, end = m.span("codes")
+    start, end = m.span("codes")
+    # insert after the last code-like word, so trailing prose stays prose: `# noqa: E501 why` -> `E501, TFL101 why`
+    last = None
+    for w in re.finditer(r"[\w\-]+", comment[start:end]):
+        if _CODE_LIKE.fullmatch(w.group()):
+            last = w
+    if last is not None:
+        end = start + last.end()
     return comment[:end] + ", " + ", ".join(new) + comment[end:]
 
 
