@@ -383,3 +383,10 @@ def test_rule_and_rules_describe_pack_rules(project, capsys):
     assert code == 2 and "unknown rule" in err
     code, out, _ = run(capsys, "rule", "ACME002", "--rules-dir", EXAMPLE)
     assert code == 0 and "# no-v1-session (ACME002)" in out
+
+
+def test_pack_call_rules_run_on_files_without_tensorflow():
+    # the prefilter skips files that cannot contain TensorFlow code; the names a selected pack rule matches count
+    text = "from acme.data import make_reader\nreader = make_reader(paths, buffer=1)\n"
+    found = check_source(text, "r.py", pack_settings(EXAMPLE, select=["ACME004"]))
+    assert [(f.code, f.location.row) for f in found] == [("ACME004", 2)]

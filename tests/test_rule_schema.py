@@ -129,8 +129,8 @@ MALFORMED = [
     ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n  - call: a.c\n    rename-keyword: k\n", 7,
      "`rename-keyword` needs `keyword`"),
     ("code: ACME1\nname: a\nsummary: s\npattern:\n  - method: m\n    receiver: tensor\n", 6, "`receiver` must be one of"),
-    ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n    missing-arg: {name: q}\n"
-     "    add-arg: {name: q, value: '1 +'}\n", 7, "must be a Python expression"),
+    ("code: ACME1\nname: a\nsummary: s\nfix: safe\npattern:\n  - call: a.b\n    missing-arg: {name: q}\n"
+     "    add-arg: {name: q, value: '1 +'}\n", 8, "must be a Python expression"),
     ("code: ACME1\nname: a\nsummary: s\ncode: ACME2\npattern:\n  - call: a.b\n", 4, "duplicate key `code`"),
     ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\n   - call: a.c\n", 6, "invalid YAML"),
     ("code: acme1\nname: a\nsummary: s\npattern:\n  - call: a.b\n", 1, "upper-case letters followed by digits"),
@@ -148,6 +148,8 @@ MALFORMED = [
     ("", 1, "empty"),
     ("code: TFL901\nname: a\nsummary: s\npattern:\n  - call: a.b\n", 1, "prefix TFL is reserved"),
     ("code: ACME1\nname: a\nsummary: s\n", 3, "needs a `pattern:`"),
+    ("code: ACME1\nname: a\nsummary: s\nfix: none\npattern:\n  - call: a.b\n    keyword: k\n    rename-keyword: j\n", 8,
+     "`rename-keyword` is a fix, but the rule says `fix: none`"),
     ("code: ACME1\nname: a\nsummary: s\npattern:\n  - call: a.b\nsince:\n  a.b: '2.4'\n", 6,
      "`since` is read only by built-in Python rules"),
 ]

@@ -24,6 +24,7 @@ from .schema import SchemaError, rule_schema, validator
 
 RULE_SUFFIXES = (".yaml", ".yml")
 RESERVED_PREFIX = "TFL"
+FIX_ACTIONS = ("replace-with", "rename-keyword", "rename-method", "rename-to", "add-arg")
 BUILTIN_ONLY = ("table", "since")  # data that a built-in rule's own Python check reads
 _CODE = re.compile(r"^([A-Z]+)([0-9]+)$")
 
@@ -260,10 +261,17 @@ def _entries(data: dict[str, Any]) -> list[tuple[list[Any], dict[str, Any]]]:
 
 
 def _check_pattern_values(rf: RuleFile) -> None:
-    """What the schema cannot say: an `add-arg` value must be a Python expression."""
+    """What the schema cannot say: an `add-arg` value must be a Python expression, and a rule that says
+    `fix: none` offers no fix."""
     import libcst as cst
 
+    fix = rf.data.get("fix", "none")
+    no_fix = (fix if isinstance(fix, list) else [fix]) == ["none"]
     for where, e in _entries(rf.data):
+        action = next((a for a in FIX_ACTIONS if a in e), None)
+        if no_fix and action:
+            raise rf.error(f"`{action}` is a fix, but the rule says `fix: none` (say safe, unsafe or display)",
+                           where, key=action)
         spec = e.get("add-arg")
         if isinstance(spec, dict) and isinstance(spec.get("value"), str):
             try:
