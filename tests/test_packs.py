@@ -390,3 +390,10 @@ def test_pack_call_rules_run_on_files_without_tensorflow():
     text = "from acme.data import make_reader\nreader = make_reader(paths, buffer=1)\n"
     found = check_source(text, "r.py", pack_settings(EXAMPLE, select=["ACME004"]))
     assert [(f.code, f.location.row) for f in found] == [("ACME004", 2)]
+
+
+def test_test_rules_on_one_rule_file(capsys):
+    code, out, _ = run(capsys, "test-rules", EXAMPLE / "no-v1-session.yaml")
+    assert code == 0 and "collected 6 examples from 1 rule" in out and "ACME001" not in out
+    code, _, err = run(capsys, "test-rules", EXAMPLE / "missing.yaml")
+    assert code == 2 and "no such rules directory or rule file" in err

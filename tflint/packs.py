@@ -313,12 +313,19 @@ def rule_files(directory: Path) -> list[Path]:
 def load_pack(reg: Registry, directory: Path) -> list[RuleMeta]:
     """Add the rules of a user pack to `reg`. Raises PackError on a missing folder, a malformed file, a
     reserved prefix, or a code or name that is already taken. Loading the same folder twice is harmless."""
-    directory = Path(directory)
+    return [meta for meta, _ in _load_files(reg, _pack_files(Path(directory)))]
+
+
+def _pack_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise PackError(f"{directory}: rules directory not found")
     files = rule_files(directory)
     if not files:
         raise PackError(f"{directory}: no rule files (*.yaml) in this rules directory")
+    return files
+
+
+def _load_files(reg: Registry, files: list[Path]) -> list[tuple[RuleMeta, RuleFile]]:
     added = []
     for path in files:
         meta, rf = load_rule_file(path, pack=True)
@@ -331,7 +338,7 @@ def load_pack(reg: Registry, directory: Path) -> list[RuleMeta]:
         if other is not None:
             raise rf.error(f"name {meta.name} is already used by {other.code} ({other.path})", ["name"])
         reg.add(meta)
-        added.append(meta)
+        added.append((meta, rf))
     return added
 
 
@@ -450,32 +457,28 @@ def _diff(expected: str, got: str) -> str:
     return "\n".join(lines)
 
 
-def collect(directory: Path) -> tuple[Registry, list[tuple[RuleMeta, RuleFile]]]:
-    """The registry to test with and the rules of `directory` (a user pack, or built-in rules: every file is
-    validated against the schema either way)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise PackError(f"{directory}: rules directory not found")
+def collect(target: Path) -> tuple[Registry, list[tuple[RuleMeta, RuleFile]]]:
+    """The registry to test with and the rules of `target`: a pack folder, one rule file, or (part of) tflint's
+    own rules/ folder. Every file is validated against the schema either way."""
+    target = Path(target)
+    if target.is_file():
+        files = [target]
+    elif target.is_dir():
+        files = _pack_files(target)
+    else:
+        raise PackError(f"{target}: no such rules directory or rule file")
     builtin_root = rules_dir().resolve()
-    resolved = directory.resolve()
-    builtin = resolved == builtin_root or builtin_root in resolved.parents
-    files = rule_files(directory)
-    if not files:
-        raise PackError(f"{directory}: no rule files (*.yaml) in this rules directory")
-    if builtin:
-        reg = build_registry()
+    resolved = target.resolve()
+    reg = build_registry()
+    if resolved == builtin_root or builtin_root in resolved.parents:
         rules = []
         for path in files:
             meta, rf = load_rule_file(path, pack=False)
+            if meta.code not in reg.rules:
+                raise rf.error(f"{meta.code} is not a rule of this tflint", ["code"])
             rules.append((reg.rules[meta.code], rf))
         return reg, rules
-    reg = build_registry()
-    load_pack(reg, directory)
-    rules = []
-    for path in files:
-        rf = read_rule_file(path)
-        rules.append((reg.rules[rf.data["code"]], rf))
-    return reg, rules
+    return reg, _load_files(reg, files)
 
 
 def test_rules(directory: Path) -> TestRun:
