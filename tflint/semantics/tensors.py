@@ -436,6 +436,8 @@ class Tensors:
                 return True
             if q in ("builtins.int", "builtins.float") and expr.args:
                 return not self.is_tensor(expr.args[0].value)
+            if q in ("builtins.max", "builtins.min", "builtins.abs", "builtins.round", "builtins.pow") and expr.args:
+                return all(not a.star and self.is_python_number(a.value, _depth + 1) for a in expr.args)
             return False
         if isinstance(expr, cst.BinaryOperation):
             return (self.is_python_number(expr.left, _depth + 1) and self.is_python_number(expr.right, _depth + 1))

@@ -6,7 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from ..base import Check
-from ._graph import walk
+from ._graph import only_traced, walk
 
 TF_FUNCTION = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
 CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
@@ -28,7 +28,7 @@ class FunctionCreatedInLoop(Check):
         self._consider(node, node, "`tf.function(...)`")
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.functions.tf_function_decorator(node) is not None:
+        if self.functions.tf_function_decorator(node) is not None and not only_traced(self, node):
             self._consider(node, self.functions.tf_function_decorator(node), f"`@tf.function def {node.name.value}`")
 
     def _consider(self, node: cst.CSTNode, report_at: cst.CSTNode, what: str) -> None:

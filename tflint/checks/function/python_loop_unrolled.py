@@ -80,10 +80,17 @@ class PythonLoopUnrolled(Check):
                 if scope is not None and len(scope.bindings.get(expr.value, [])) == 1:
                     v = literal_value(b.value)
             elif b is not None and b.kind == "param" and isinstance(b.node, cst.Param) and b.node.default is not None:
-                v = literal_value(b.node.default)
+                if tensors(self).param_is_tensor(b.scope, b.node):
+                    return None
+                default = b.node.default
+                return self._int_value(default) if isinstance(default, cst.Name) else self._int_value_literal(default)
         if isinstance(v, int) and not isinstance(v, bool):
             return v
         return None
+
+    def _int_value_literal(self, expr: cst.BaseExpression) -> Optional[int]:
+        v = literal_value(expr)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
     def _convertible(self, loop: cst.For) -> bool:
         """No Python-only use of the loop in its body: list mutation, indexing Python sequences with the loop

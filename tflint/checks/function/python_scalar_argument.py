@@ -71,14 +71,26 @@ class PythonScalarArgument(Check):
         if t.is_tensor(value) or not t.is_python_number(value):
             return None
         loops = self.index.enclosing_loops(call)
+        return self._varying_in(value, loops, 0)
+
+    def _varying_in(self, value: cst.BaseExpression, loops: list, depth: int) -> Optional[str]:
+        """Why `value` (a Python number) changes on each iteration of one of `loops`, or None."""
+        if depth > 4:
+            return None
+        t = tensors(self)
         for name in walk(value, cst.Name):
             loop = t.python_loop_index(name)
             if loop is not None and loop in loops:
-                return "is a Python loop counter"
+                return "is a Python loop counter" if depth == 0 else f"is computed from the loop counter `{name.value}`"
             b = self.index.lookup(name.value, name)
-            if b is not None and b.kind == "augassign":
-                if any(self.functions.is_inside(b.node, lp) for lp in loops):
-                    return "is a Python counter updated in the loop"
+            if b is None or not any(self.functions.is_inside(b.node, lp) for lp in loops):
+                continue
+            if b.kind == "augassign":
+                return "is a Python counter updated in the loop"
+            if b.kind in ("assign", "annassign") and b.value is not None:
+                why = self._varying_in(b.value, loops, depth + 1)
+                if why:
+                    return why if depth else f"is computed from a loop counter in the loop"
         return None
 
     def _bind(self, fn, call: cst.Call):
