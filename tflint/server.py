@@ -29,9 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from lsprotocol import types as lsp
-from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
+try:
+    from lsprotocol import types as lsp
+    from pygls.lsp.server import LanguageServer
+    from pygls.uris import from_fs_path, to_fs_path
+except ImportError as _exc:  # pragma: no cover - depends on the installation
+    import sys
+
+    print(f"tflint: error: `tflint server` needs pygls 2 and lsprotocol: pip install 'tflint[server]' ({_exc})",
+          file=sys.stderr)
+    raise SystemExit(2) from None
 
 from . import __version__
 from .config import Config, ConfigError, find_pyproject
