@@ -21,7 +21,7 @@ from typing import Optional
 import libcst as cst
 
 from .index import all_params
-from .names import get_arg, literal_value, NOT_LITERAL
+from .names import NOT_LITERAL, get_arg, literal_value
 
 # TensorFlow namespaces whose functions return tensors (or structures of them).
 _TENSOR_MODULES = (

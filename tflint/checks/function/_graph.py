@@ -28,7 +28,7 @@ def graph_function(check, node: cst.CSTNode):
 def _mentions_executing_eagerly(check, expr: cst.CSTNode) -> bool:
     for call in _walk(expr, cst.Call):
         q = check.names.call_name(call) or ""
-        if q.endswith("executing_eagerly") or q.endswith("inside_function"):
+        if q.endswith(("executing_eagerly", "inside_function")):
             return True
     return False
 

@@ -6,7 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from ...findings import Applicability
-from ...semantics import NOT_LITERAL, get_arg, literal_value
+from ...semantics import NOT_LITERAL, literal_value
 from ...semantics.index import all_params
 from ..base import Check
 from ._graph import graph_function, spell, tensors, walk
@@ -90,7 +90,7 @@ class PythonScalarArgument(Check):
             if b.kind in ("assign", "annassign") and b.value is not None:
                 why = self._varying_in(b.value, loops, depth + 1)
                 if why:
-                    return why if depth else f"is computed from a loop counter in the loop"
+                    return why if depth else "is computed from a loop counter in the loop"
         return None
 
     def _bind(self, fn, call: cst.Call):

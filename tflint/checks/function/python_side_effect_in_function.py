@@ -5,7 +5,8 @@ import libcst as cst
 
 from ...findings import Applicability
 from ..base import Check
-from ._graph import LIST_MUTATORS, graph_function as _graph_function, is_outer_container, only_traced, spell, walk
+from ._graph import LIST_MUTATORS, is_outer_container, only_traced, spell, walk
+from ._graph import graph_function as _graph_function
 
 
 def graph_function(check, node):
