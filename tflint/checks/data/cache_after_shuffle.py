@@ -19,6 +19,8 @@ class CacheAfterShuffle(Check):
             if s.method == "shuffle" and s.call is not None:
                 if is_false_literal(get_arg(s.call, "reshuffle_each_iteration", 2)):
                     return  # one fixed order was asked for: caching it changes nothing
+                if self._shuffled_after(node):
+                    return  # a shuffle after the cache re-randomizes every epoch
                 self.report(
                     node,
                     "`cache()` after `shuffle()`: the cache stores the first epoch's order and every later epoch "
@@ -26,3 +28,12 @@ class CacheAfterShuffle(Check):
                     start_node=node.func.attr,
                 )
                 return
+
+    def _shuffled_after(self, cache: cst.Call) -> bool:
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "shuffle":
+                p = self.datasets.pipeline(func.value)
+                if p is not None and any(s.call is cache for s in p.steps):
+                    return True
+        return False

@@ -16,10 +16,11 @@ import libcst as cst
 from ...config import parse_version
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
-from ..common import autotune
+from ..common import add_keyword_arg, autotune
 from ..declarative import DeclarativeCheck
 
 OPTIONS = ("tensorflow.data.Options", "tensorflow.compat.v1.data.Options")
+GRAPH_NOTE = " (this code runs in TF1 graph mode, where `iter()` does not work: no fix until it is migrated)"
 
 
 def _version(text: Any) -> tuple[int, int]:
@@ -51,6 +52,35 @@ class DeprecatedDataApi(DeclarativeCheck):
         if q in self.since and self.target_version < self.since[q]:
             return
         super()._symbol(node)
+
+    # -- TF1 graph mode: `iter(ds)` does not work there, so no fix is offered -----------------------------------
+    def _report_call(self, call: cst.Call, e: dict, what: str) -> None:
+        if e.get("rename-to") == "builtins.iter" and self._graph_mode(call):
+            e = {k: v for k, v in e.items() if k != "rename-to"}
+            e["message"] = (e.get("message") or self.meta.summary) + GRAPH_NOTE
+        super()._report_call(call, e, what)
+
+    def _graph_mode(self, node: cst.CSTNode) -> bool:
+        """Inside `with tf.Graph().as_default():`, a `Session`/`self.session()` block, or a file that disables
+        eager execution."""
+        for a in self.index.ancestors(node):
+            if isinstance(a, cst.With):
+                for item in a.items:
+                    c = item.item
+                    if not isinstance(c, cst.Call):
+                        continue
+                    q = self.sem.call_name(c) or ""
+                    if q.endswith(".Session") or q.endswith(".InteractiveSession"):
+                        return True
+                    f = c.func
+                    if isinstance(f, cst.Attribute) and f.attr.value in ("as_default", "session", "cached_session",
+                                                                        "test_session"):
+                        return True
+        for c in self.index.nodes(cst.Call):
+            q = self.sem.call_name(c) or ""
+            if q.endswith("disable_eager_execution") or q.endswith("disable_v2_behavior"):
+                return True
+        return False
 
     # -- table entries ------------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -100,7 +130,7 @@ class DeprecatedDataApi(DeclarativeCheck):
         if old_args is None:
             self.report(node, message, start_node=node.func.attr)
             return
-        replacement, app = self._build(node.func.value, e, old_args, node)
+        replacement, app = self._build(node.func.value, e, old_args, node, inner)
         self.report(node, message, start_node=node.func.attr, replacement=replacement,
                     fix_message=f"Use {self._new_text(e)}", applicability=app)
 
@@ -115,10 +145,10 @@ class DeprecatedDataApi(DeclarativeCheck):
         if old_args is None or e["params"][0] not in old_args:
             self.report(node, message, start_node=start)
             return
-        receiver = old_args.pop(e["params"][0])
+        receiver = old_args.pop(e["params"][0]).value
         if not isinstance(receiver, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
             receiver = receiver.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        replacement, app = self._build(receiver, e, old_args, None)
+        replacement, app = self._build(receiver, e, old_args, None, node)
         self.report(node, message, start_node=start, replacement=replacement,
                     fix_message=f"Use {self._new_text(e)}", applicability=app)
 
@@ -128,6 +158,9 @@ class DeprecatedDataApi(DeclarativeCheck):
         if not self.datasets.is_dataset(func.value):
             return
         fn = e["new"][0]["function"].split(".", 1)[-1]
+        if self._graph_mode(node):
+            self.report(node, f"`Dataset.{func.attr.value}()` is TF1 graph-mode API{GRAPH_NOTE}", start_node=func.attr)
+            return
         replacement = cst.Call(func=cst.Name(fn), args=[cst.Arg(func.value)])
         self.report(node, f"`Dataset.{func.attr.value}()` is TF1 graph-mode API; use `{fn}(ds)` ({e['why']})",
                     start_node=func.attr, replacement=replacement, fix_message=f"Use `{fn}(...)`",
@@ -146,11 +179,11 @@ class DeprecatedDataApi(DeclarativeCheck):
                 steps.append(f"`{s['function'].split('.', 1)[-1]}()`")
         return "use `" + "".join(steps) + "`" if all(st.startswith(".") for st in steps) else "use " + " ".join(steps)
 
-    def _old_args(self, call: cst.Call, e: dict) -> Optional[dict[str, cst.BaseExpression]]:
+    def _old_args(self, call: cst.Call, e: dict) -> Optional[dict[str, cst.Arg]]:
         """old parameter name -> value expression, or None when the call cannot be mapped (star args, unknown
         keywords, too many positional arguments)."""
         params = e.get("params") or []
-        out: dict[str, cst.BaseExpression] = {}
+        out: dict[str, cst.Arg] = {}
         pos = 0
         for a in call.args:
             if a.star:
@@ -158,51 +191,73 @@ class DeprecatedDataApi(DeclarativeCheck):
             if a.keyword is None:
                 if pos >= len(params):
                     return None
-                out[params[pos]] = a.value
+                out[params[pos]] = a
                 pos += 1
             else:
                 if a.keyword.value not in params:
                     return None
-                out[a.keyword.value] = a.value
+                out[a.keyword.value] = a
         return out
 
     def _app(self, e: dict) -> Applicability:
         return Applicability.SAFE if e.get("equivalence") == "exact" else Applicability.UNSAFE
 
-    def _build(self, receiver: cst.BaseExpression, e: dict, old: dict[str, cst.BaseExpression],
-               like: Optional[cst.Call]) -> tuple[cst.BaseExpression, Applicability]:
+    def _build(self, receiver: cst.BaseExpression, e: dict, old: dict[str, cst.Arg],
+               like: Optional[cst.Call], source: cst.Call) -> tuple[cst.BaseExpression, Applicability]:
+        """The replacement chain. Arguments keep their own text (and comments): an argument passed by keyword stays
+        a keyword (renamed when the new parameter has another name); one passed by position stays positional while
+        it is among the new method's leading `positional` parameters."""
         app = self._app(e)
         if any(p in old for p in e.get("drop") or []):
             app = Applicability.UNSAFE
         cur = receiver
         for i, step in enumerate(e["new"]):
             args: list[cst.Arg] = []
-            keyword_only = False
+            positional_ok = True
             for k, (new_kw, old_p) in enumerate((step.get("args") or {}).items()):
                 if old_p not in old:
-                    keyword_only = True
+                    positional_ok = False
                     continue
-                positional = not keyword_only and k < int(step.get("positional", 0))
-                args.append(self._arg(new_kw if not positional else None, old[old_p]))
+                a = old[old_p]
+                if a.keyword is None and positional_ok and k < int(step.get("positional", 0)):
+                    args.append(a)
+                    continue
+                positional_ok = False
+                args.append(a.with_changes(keyword=cst.Name(new_kw), equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+                    if a.keyword is None or a.keyword.value != new_kw else a)
+            # commas: every argument but the last keeps (or gets) one; the last keeps the source's trailing comma
+            last_comma = source.args[-1].comma if source.args else cst.MaybeSentinel.DEFAULT
+            fixed = []
+            for j, a in enumerate(args):
+                if j < len(args) - 1:
+                    fixed.append(a if isinstance(a.comma, cst.Comma) else a.with_changes(
+                        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+                else:
+                    fixed.append(a.with_changes(comma=last_comma))
+            if i == 0 and like is not None:
+                call = like.with_changes(func=like.func.with_changes(value=cur, attr=cst.Name(step["method"])),
+                                         args=fixed, whitespace_before_args=_merge_ws(like, source))
+            elif i == 0 and source.args and fixed:
+                call = cst.Call(func=cst.Attribute(value=cur, attr=cst.Name(step["method"])), args=fixed,
+                                whitespace_before_args=source.whitespace_before_args)
+            else:
+                call = cst.Call(func=cst.Attribute(value=cur, attr=cst.Name(step["method"])), args=fixed)
             for kw in step.get("autotune") or []:
                 spelling = autotune(self.sem, self.target_version)
                 if spelling:
-                    args.append(self._arg(kw, cst.parse_expression(spelling)))
+                    call = add_keyword_arg(call, kw, spelling)
             for new_kw, old_p in (step.get("negate") or {}).items():
                 if old_p in old:
-                    v = literal_value(old[old_p])
+                    v = literal_value(old[old_p].value)
                     if v is True:
-                        args.append(self._arg(new_kw, cst.Name("False")))
+                        call = add_keyword_arg(call, new_kw, "False")
                     elif v is not False:
-                        args.append(self._arg(new_kw, cst.UnaryOperation(
-                            operator=cst.Not(), expression=old[old_p].with_changes(
-                                lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))))
-            args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                    if j < len(args) - 1 else a for j, a in enumerate(args)]
-            if i == 0 and like is not None:
-                cur = like.with_changes(func=like.func.with_changes(value=cur, attr=cst.Name(step["method"])), args=args)
-            else:
-                cur = cst.Call(func=cst.Attribute(value=cur, attr=cst.Name(step["method"])), args=args)
+                        expr = old[old_p].value
+                        call = add_keyword_arg(call, new_kw, cst.UnaryOperation(
+                            operator=cst.Not(), expression=expr.with_changes(
+                                lpar=[cst.LeftParen()], rpar=[cst.RightParen()])))
+            cur = call
         return cur, app
 
     def _arg(self, keyword: Optional[str], value: cst.BaseExpression) -> cst.Arg:
@@ -211,3 +266,13 @@ class DeprecatedDataApi(DeclarativeCheck):
         return cst.Arg(value=value, keyword=cst.Name(keyword), equal=cst.AssignEqual(
             whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
 
+
+def _merge_ws(outer: cst.Call, inner: cst.Call):
+    """Whitespace after `(` for `outer.apply(inner(args))` -> `outer.new(args)`: the inner call's layout, keeping a
+    comment that followed `apply(`."""
+    o, i = outer.whitespace_before_args, inner.whitespace_before_args
+    if isinstance(o, cst.ParenthesizedWhitespace) and o.first_line.comment is not None:
+        if isinstance(i, cst.ParenthesizedWhitespace):
+            return i.with_changes(first_line=o.first_line)
+        return o
+    return i

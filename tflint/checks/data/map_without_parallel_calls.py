@@ -6,7 +6,8 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
-from ..common import add_keyword_arg, autotune, is_pure_tf, python_function_call, uses_random
+from ..common import add_keyword_arg, autotune, is_pure_tf, python_function_call
+from .chain import random_call
 
 
 class MapWithoutParallelCalls(Check):
@@ -22,7 +23,9 @@ class MapWithoutParallelCalls(Check):
             return
         mapped = self.datasets.mapped_function(node)
         fn = self.functions.resolve_callable(mapped) if mapped is not None else None
-        stateful = fn is not None and (python_function_call(self.sem, fn) is not None or uses_random(self.sem, fn) is not None)
+        if fn is not None and self._returns_dataset(fn):
+            return  # a map that builds one Dataset per element (for a later interleave/flat_map): nothing to overlap
+        stateful = fn is not None and (python_function_call(self.sem, fn) is not None or random_call(self.sem, fn) is not None)
         pure = fn is not None and is_pure_tf(self.sem, fn)
         if self.target_version >= (2, 16) and not stateful:
             message = (
@@ -48,3 +51,10 @@ class MapWithoutParallelCalls(Check):
             fix_message=f"Add `num_parallel_calls={spelling}`",
             applicability=Applicability.SAFE if pure else Applicability.UNSAFE,
         )
+
+    def _returns_dataset(self, fn) -> bool:
+        if isinstance(fn, cst.Lambda):
+            return self.datasets.is_dataset(fn.body)
+        values = [r.value for r in self.functions.body_nodes(fn, cst.Return)
+                  if r.value is not None and self.functions.owner(r) is fn]
+        return bool(values) and all(self.datasets.is_dataset(v) for v in values)

@@ -9,8 +9,9 @@ from ..base import Check, NodeEdit
 from .chain import chain_top, link_index, rechain, single_use, unchain
 
 # Steps that may follow `prefetch` without undoing it: they add no per-element work of their own.
+# `cache` after `prefetch` serves later epochs from memory: nothing left to overlap.
 HARMLESS_AFTER = frozenset({"prefetch", "with_options", "repeat", "take", "skip", "distribute", "save",
-                            "apply", "enumerate", "rebatch"})
+                            "apply", "enumerate", "rebatch", "cache"})
 
 
 class PrefetchNotLast(Check):

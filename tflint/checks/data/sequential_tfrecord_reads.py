@@ -6,7 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from ...findings import Applicability
-from ...semantics import get_arg, literal_value, NOT_LITERAL
+from ...semantics import get_arg
 from ..base import Check
 from ..common import add_keyword_arg, autotune
 
@@ -37,7 +37,7 @@ class SequentialTfrecordReads(Check):
         if files is None:
             return
         why = self._several(files.value, 0)
-        if why is None:
+        if why is None or self._inside_parallel_interleave(node):
             return
         cls = q.rsplit(".", 1)[-1]
         message = (f"`{cls}` over {why} without `num_parallel_reads`: the files are read one after another on one "
@@ -49,6 +49,23 @@ class SequentialTfrecordReads(Check):
         self.report(node, message, replacement=add_keyword_arg(node, "num_parallel_reads", spelling),
                     fix_message=f"Add `num_parallel_reads={spelling}` (changes record order)",
                     applicability=Applicability.UNSAFE)
+
+    def _inside_parallel_interleave(self, node: cst.Call) -> bool:
+        """The reader is built in a function that a parallel `interleave` calls once per shard: the files are
+        already read in parallel one level up."""
+        owner = self.functions.owner(node)
+        if owner is None:
+            return False
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value != "interleave":
+                continue
+            if get_arg(call, "num_parallel_calls", 3) is None:
+                continue
+            mapped = self.datasets.mapped_function(call)
+            if mapped is not None and self.functions.resolve_callable(mapped) is owner:
+                return True
+        return False
 
     def _several(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
         """Why `expr` names several files, or None when that is not evident."""
@@ -74,10 +91,5 @@ class SequentialTfrecordReads(Check):
             p = self.datasets.pipeline(expr)
             if p is not None and p.source.kind == "files":
                 return "a dataset of file names"
-            return None
-        if self.datasets.pipeline(expr) is not None:
-            return None
-        v = literal_value(expr)
-        if v is not NOT_LITERAL:
             return None
         return None
