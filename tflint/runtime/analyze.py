@@ -1,0 +1,183 @@
+"""The child-side entry point of `tflint inspect`: `inspect_target(payload)`, called through `run_in_child`.
+
+Imports TensorFlow, loads FILE::FACTORY, and returns a JSON-able report: for functions, every concrete function
+traced for the calls with its graph statistics before/after Grappler and per-optimizer attribution; for datasets,
+the stage chain and per-prefix throughput; and the raw findings (code, message, file, line), which the parent
+turns into `Finding`s and filters through the suppression comments.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+DEFAULTS = {
+    "large_constant_bytes": 10 * 2**20,
+    "unroll_min_repeats": 10,
+    "bottleneck_min_added_us": 50.0,
+    "bottleneck_min_ratio": 1.5,
+    "measure_min_seconds": 0.2,
+    "measure_max_elements": 1 << 20,
+    "measure_budget": 20.0,
+}
+
+
+def inspect_target(payload: dict[str, Any]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    from .trace import silence_tf_logging
+
+    silence_tf_logging()
+    import tensorflow as tf  # noqa: F401 - imported before user code so dataset creation sites are recorded
+
+    from . import data
+    from .child import load_factory
+
+    t_import = time.perf_counter() - t0
+    opts = {**DEFAULTS, **(payload.get("options") or {})}
+    data.record_sites()
+    t1 = time.perf_counter()
+    loaded = load_factory(payload["target"])
+    t_factory = time.perf_counter() - t1
+    if loaded.kind == "dataset":
+        report = inspect_dataset(loaded.dataset, opts, payload.get("graph", False))
+    else:
+        report = inspect_function(loaded.fn, loaded.calls, opts, payload.get("graph", False))
+    report["form"] = loaded.form
+    report["tensorflow"] = tf.__version__
+    report["timings"] = {"import_tensorflow_s": round(t_import, 3), "factory_s": round(t_factory, 3),
+                         "analysis_s": round(time.perf_counter() - t1 - t_factory, 3)}
+    return report
+
+
+def _finding(code: str, message: str, loc: Optional[tuple[str, int]], **extra: Any) -> dict[str, Any]:
+    return {"code": code, "message": message, "file": loc[0] if loc else None, "line": loc[1] if loc else None,
+            "extra": extra}
+
+
+def _locator(smap: dict[tuple[str, str], tuple[str, int]]):
+    by_name: dict[str, tuple[str, int]] = {}
+    for (_, name), loc in smap.items():
+        by_name.setdefault(name, loc)
+
+    def locate(gname: str, node: str) -> Optional[tuple[str, int]]:
+        loc = smap.get((gname, node)) or smap.get(("", node)) or by_name.get(node)
+        if loc:
+            return loc
+        parts = node.split("/")
+        for i in range(1, len(parts)):  # inlined copies carry their call site as a name prefix
+            loc = by_name.get("/".join(parts[i:]))
+            if loc:
+                return loc
+        return None
+
+    return locate
+
+
+def inspect_function(fn, calls, opts: dict[str, Any], want_graph: bool) -> dict[str, Any]:
+    from . import graph as G
+    from . import grappler
+    from .trace import LoopIndex, retracing_message, run_calls, source_map
+
+    t0 = time.perf_counter()
+    tr = run_calls(fn, calls)
+    t_trace = time.perf_counter() - t0
+    findings: list[dict[str, Any]] = []
+    msg = retracing_message(tr)
+    if msg:
+        findings.append(_finding("TFL801", msg[0], tr.def_location, **msg[1]))
+    loops = LoopIndex()
+    concretes = []
+    for cf in tr.concrete:
+        t1 = time.perf_counter()
+        before, after = grappler.optimize(cf)
+        attribution = grappler.attribute(cf, before)
+        t_grappler = time.perf_counter() - t1
+        locate = _locator(source_map(cf.graph))
+        gb, ga = G.graph_set(before), G.graph_set(after)
+        found = []
+        found += G.python_ops(gb, locate)
+        found += G.duplicates_after_grappler(ga, locate)
+        found += G.large_constants(gb, locate, int(opts["large_constant_bytes"]))
+        found += G.unfused_patterns(ga, locate)
+        found += G.unrolled_loops(gb, locate, int(opts["unroll_min_repeats"]), loops.loop_at)
+        found += G.debug_ops(ga, locate)
+        for f in found:
+            findings.append(_finding(f.code, f.message, f.location, graph=f.graph, node=f.node,
+                                     function=cf.name, **f.extra))
+        entry = {
+            "name": cf.name,
+            "signature": str(getattr(cf, "structured_input_signature", "")),
+            "before": G.graph_stats(before),
+            "after": G.graph_stats(after),
+            "optimizers": attribution,
+            "grappler_s": round(t_grappler, 3),
+        }
+        if want_graph:
+            entry["graph_before"] = G.export_graph(gb)
+            entry["graph_after"] = G.export_graph(ga)
+            entry["changes"] = G.mark_changes(gb, ga)
+        concretes.append(entry)
+    return {
+        "kind": "function",
+        "function": {"name": tr.name, "wrapped": tr.wrapped, "calls": tr.calls, "traces": tr.traces,
+                     "retraces": tr.causes, "trace_s": round(t_trace, 3)},
+        "concrete_functions": concretes,
+        "findings": _dedupe(findings),
+    }
+
+
+def inspect_dataset(ds, opts: dict[str, Any], want_graph: bool) -> dict[str, Any]:
+    from . import data
+
+    stages = data.chain(ds)
+    findings = []
+    for st in stages:
+        for p in st.py_ops:
+            findings.append(_finding(
+                "TFL802",
+                f"`{p['op']}` node `{p['node']}` in the function of `{st.label}` runs Python inside the tf.data "
+                "pipeline: it holds the GIL, so it cannot run in parallel with itself or your training step, and "
+                "tf.data cannot optimize or serialize it; write it with TensorFlow ops, or do the work offline "
+                "(static counterpart: TFL105)",
+                p["location"] or st.site, stage=st.label))
+    t0 = time.perf_counter()
+    floor = data.measure(stages, float(opts["measure_min_seconds"]), int(opts["measure_max_elements"]),
+                 float(opts["measure_budget"]))
+    t_measure = time.perf_counter() - t0
+    b = data.bottleneck(stages, float(opts["bottleneck_min_added_us"]), float(opts["bottleneck_min_ratio"]),
+                       floor)
+    if b:
+        st = b["stage"]
+        ratio = "" if b["rate_before"] is None else f", {b['rate_before'] / b['rate']:.1f}× slower than the {b['rate_before']:,.0f}/s before it"
+        findings.append(_finding(
+            "TFL806",
+            f"pipeline bottleneck: `{st.label}` is the stage where throughput drops most: the pipeline up to it "
+            f"runs at {b['rate']:,.0f} source elements/s{ratio} (+{b['added_s'] * 1e6:,.0f} µs per element, "
+            f"measured on this machine); {data.recommendation(st, stages)}",
+            st.site, stage=st.label, rate=b["rate"], rate_before=b["rate_before"], added_us=b["added_s"] * 1e6))
+    out = {
+        "kind": "dataset",
+        "stages": [
+            {"kind": s.kind, "label": s.label, "file": s.site[0] if s.site else None,
+             "line": s.site[1] if s.site else None, "parallel": s.parallel, "python_ops": len(s.py_ops),
+             "source_elements_per_element": s.multiplier, "rate": s.rate, "elements": s.elements,
+             "seconds": round(s.seconds, 4), "bottleneck": bool(b and b["stage"] is s)}
+            for s in stages
+        ],
+        "graph": data.serialized_stats(ds),
+        "measure_s": round(t_measure, 3),
+        "counting_cost_us": round(floor * 1e6, 2),
+        "findings": _dedupe(findings),
+    }
+    return out
+
+
+def _dedupe(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen = set()
+    out = []
+    for f in findings:
+        key = (f["code"], f["file"], f["line"]) if f["line"] else (f["code"], f["message"])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return out

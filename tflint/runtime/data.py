@@ -1,0 +1,296 @@
+"""tf.data pipelines: the transformation chain, Python ops in its functions, per-prefix throughput (TFL806).
+
+Runs in the child. `record_sites()` must be called before the factory runs: it remembers, for every dataset
+object created, the user source line that created it (the `.map(...)` call), so findings point at the stage.
+The bottleneck analysis follows the input-pipeline analyzer / Plumber idea: measure the throughput of every
+prefix of the chain on this machine (in units of source elements, so a `batch(32)` does not look like a 32×
+slowdown), and report the stage that adds the most time per source element.
+"""
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .trace import is_user_file, op_location
+
+_SITES: dict[int, tuple[Any, tuple[str, int]]] = {}
+
+
+def record_sites() -> None:
+    from tensorflow.python.data.ops import dataset_ops
+
+    cls = dataset_ops.DatasetV2
+    if getattr(cls.__init__, "_tflint_hook", False):
+        return
+    original = cls.__init__
+
+    def hooked(self, *args, **kwargs):
+        frame = inspect.currentframe()
+        frame = frame.f_back if frame else None
+        while frame is not None:
+            if is_user_file(frame.f_code.co_filename):
+                from pathlib import Path
+
+                _SITES[id(self)] = (self, (str(Path(frame.f_code.co_filename).resolve()), frame.f_lineno))
+                break
+            frame = frame.f_back
+        return original(self, *args, **kwargs)
+
+    hooked._tflint_hook = True  # type: ignore[attr-defined]
+    cls.__init__ = hooked
+
+
+def site_of(ds) -> Optional[tuple[str, int]]:
+    entry = _SITES.get(id(ds))
+    return entry[1] if entry and entry[0] is ds else None
+
+
+@dataclass
+class Stage:
+    obj: Any
+    kind: str  # e.g. "map", "batch", "range", "prefetch"
+    label: str  # e.g. "map(parse, num_parallel_calls=AUTOTUNE)"
+    site: Optional[tuple[str, int]]
+    parallel: Optional[bool] = None  # for map/interleave: whether it runs in parallel
+    py_ops: list[dict[str, Any]] = field(default_factory=list)  # {"op", "node", "location"}
+    multiplier: float = 1.0  # source elements per element of this prefix
+    rate: Optional[float] = None  # source elements per second of the prefix ending here
+    elements: int = 0
+    seconds: float = 0.0
+
+
+_KIND = {
+    "_MapDataset": "map", "_ParallelMapDataset": "map", "ParallelMapDataset": "map", "MapDataset": "map",
+    "_BatchDataset": "batch", "_ParallelBatchDataset": "batch", "_PaddedBatchDataset": "padded_batch",
+    "_UnbatchDataset": "unbatch", "_FilterDataset": "filter", "_PrefetchDataset": "prefetch",
+    "_ShuffleDataset": "shuffle", "_RepeatDataset": "repeat", "_CacheDataset": "cache", "_MemoryCacheDataset": "cache",
+    "_TakeDataset": "take", "_SkipDataset": "skip", "_FlatMapDataset": "flat_map", "_InterleaveDataset": "interleave",
+    "_ParallelInterleaveDataset": "interleave", "_OptionsDataset": "with_options", "_ShardDataset": "shard",
+    "RangeDataset": "range", "_RangeDataset": "range", "TensorSliceDataset": "from_tensor_slices",
+    "_TensorSliceDataset": "from_tensor_slices", "_TensorDataset": "from_tensors", "TFRecordDatasetV2": "TFRecordDataset",
+    "TextLineDatasetV2": "TextLineDataset", "_GeneratorDataset": "from_generator", "_ZipDataset": "zip",
+    "_ConcatenateDataset": "concatenate", "_FlatMapDataset_": "flat_map",
+}
+
+
+def _kind(obj) -> str:
+    name = type(obj).__name__
+    if name in _KIND:
+        return _KIND[name]
+    if "Generator" in name or "FlatMap" in name and _is_generator(obj):
+        return "from_generator"
+    return name.strip("_").replace("Dataset", "").lower() or name
+
+
+def _is_generator(obj) -> bool:
+    return "generator" in repr(getattr(obj, "_map_func", "")).lower()
+
+
+def _functions_of(obj) -> list[Any]:
+    """Concrete functions a stage applies (map/filter/interleave functions)."""
+    out = []
+    for value in vars(obj).values():
+        fn = getattr(value, "function", None)
+        if fn is not None and hasattr(fn, "graph"):
+            out.append(fn)
+    return out
+
+
+def _py_ops(fn) -> list[dict[str, Any]]:
+    from .graph import PY_FUNC_OPS
+
+    found = []
+    seen: set[int] = set()
+
+    def walk(graph, gname):
+        if id(graph) in seen:
+            return
+        seen.add(id(graph))
+        for op in graph.get_operations():
+            if op.type in PY_FUNC_OPS:
+                found.append({"op": op.type, "node": op.name, "graph": gname, "location": op_location(op)})
+        for name, f in getattr(graph, "_functions", {}).items():
+            if getattr(f, "graph", None) is not None:
+                walk(f.graph, name)
+
+    walk(fn.graph, getattr(fn, "name", ""))
+    return found
+
+
+def _label(obj, kind: str) -> str:
+    args = []
+    for value in vars(obj).values():
+        if getattr(value, "function", None) is not None and hasattr(value.function, "graph"):
+            py = getattr(value, "_func", None)
+            name = getattr(py, "__name__", "") or "fn"
+            args.append("lambda" if name == "<lambda>" else name)
+    n_par = getattr(obj, "_num_parallel_calls", None)
+    parallel = None
+    if kind in ("map", "interleave"):
+        parallel = n_par is not None and type(obj).__name__.startswith(("_Parallel", "Parallel"))
+        if parallel:
+            try:
+                v = int(n_par.numpy()) if hasattr(n_par, "numpy") else int(n_par)
+                args.append("num_parallel_calls=AUTOTUNE" if v == -1 else f"num_parallel_calls={v}")
+            except (TypeError, ValueError):
+                args.append("num_parallel_calls=?")
+    size = getattr(obj, "_batch_size", None)
+    if size is not None:
+        try:
+            args.append(str(int(size.numpy()) if hasattr(size, "numpy") else int(size)))
+        except (TypeError, ValueError):
+            pass
+    return f"{kind}({', '.join(args)})"
+
+
+def chain(ds) -> list[Stage]:
+    """The stages from the source to `ds`, following each stage's first input."""
+    objs = []
+    cur = ds
+    while cur is not None and len(objs) < 200:
+        objs.append(cur)
+        nxt = getattr(cur, "_input_dataset", None)
+        if nxt is None:
+            ins = getattr(cur, "_input_datasets", None) or getattr(cur, "_datasets", None)
+            nxt = ins[0] if isinstance(ins, (list, tuple)) and ins else None
+        cur = nxt
+    objs.reverse()
+    stages = []
+    mult = 1.0
+    for obj in objs:
+        kind = _kind(obj)
+        st = Stage(obj, kind, _label(obj, kind), site_of(obj))
+        if kind in ("map", "interleave"):
+            st.parallel = "num_parallel_calls" in st.label
+        for fn in _functions_of(obj):
+            st.py_ops.extend(_py_ops(fn))
+        size = getattr(obj, "_batch_size", None)
+        if kind in ("batch", "padded_batch") and size is not None:
+            try:
+                mult *= float(size.numpy()) if hasattr(size, "numpy") else float(size)
+            except (TypeError, ValueError):
+                pass
+        elif kind == "unbatch":
+            mult = 1.0  # todo: the unbatched size is not known statically; assume it undoes the last batch
+        st.multiplier = mult
+        stages.append(st)
+    return stages
+
+
+def measure(stages: list[Stage], min_seconds: float, max_elements: int, budget: float) -> float:
+    """Throughput of each prefix, counted inside the TensorFlow runtime (`Dataset.reduce` in a tf.function traced
+    once per prefix), so Python's per-element overhead does not hide the cheap stages. The rate is differential:
+    n elements are timed against 2n, which cancels the fixed cost of starting an iterator (thread pools, shuffle
+    buffers, autotuning). Returns the cost of counting itself (seconds per element, measured on an endless
+    `range`), which `bottleneck` subtracts."""
+    import tensorflow as tf
+
+    deadline = time.perf_counter() + budget
+    floor = Stage(tf.data.Dataset.range(1 << 62), "range", "range()", None)
+    floor_cost = 0.0
+    for st in [floor, *stages]:
+        if st.kind in ("with_options",):
+            continue
+        ds = st.obj
+
+        @tf.function
+        def count(n, ds=ds):
+            return ds.take(n).reduce(tf.constant(0, tf.int64), lambda s, *_: s + 1)
+
+        def timed(n: int) -> tuple[int, float]:
+            t0 = time.perf_counter()
+            c = int(count(tf.constant(n, tf.int64)).numpy())
+            return c, time.perf_counter() - t0
+
+        timed(2)  # trace and warm up
+        n = 16
+        while True:
+            c1, t1 = timed(n)
+            if t1 >= min_seconds / 2 or c1 < n or n >= max_elements or time.perf_counter() > deadline:
+                break
+            n = min(max_elements, n * max(2, int(min_seconds / 2 / max(t1, 1e-4) * 1.2)))
+        if c1 < n or time.perf_counter() > deadline:  # exhausted (or out of time): one timing is all there is
+            st.elements, st.seconds = c1, t1
+            st.rate = (c1 * st.multiplier / t1) if t1 > 0 and c1 else None
+            continue
+        c2, t2 = timed(2 * n)
+        extra, dt = c2 - c1, t2 - t1
+        if extra <= 0 or dt <= 0:
+            extra, dt = c2, t2
+        st.elements, st.seconds = c1 + c2, t1 + t2
+        st.rate = extra * st.multiplier / dt
+    if floor.rate:
+        floor_cost = 1.0 / floor.rate
+    return floor_cost
+
+
+def bottleneck(
+    stages: list[Stage], min_added_us: float, min_ratio: float, floor: float = 0.0
+) -> Optional[dict[str, Any]]:
+    """The stage adding the most time per source element, when it adds at least `min_added_us` µs and slows
+    its prefix by at least `min_ratio`×; None when no stage stands out. `floor` is the measurement's own cost
+    per element (subtracted, per element of each prefix)."""
+    measured = [s for s in stages if s.rate]
+    best = None
+    prev_cost = 0.0
+    prev_rate = None
+    for st in measured:
+        cost = max(1.0 / st.rate - floor / max(st.multiplier, 1.0), 1e-9)
+        added = cost - prev_cost
+        ratio = (cost / prev_cost) if prev_cost else float("inf")
+        if best is None or added > best["added_s"]:
+            best = {"stage": st, "added_s": added, "ratio": ratio, "rate_before": prev_rate, "rate": st.rate}
+        prev_cost, prev_rate = cost, st.rate
+    if best is None or best["added_s"] * 1e6 < min_added_us or best["ratio"] < min_ratio:
+        return None
+    return best
+
+
+def recommendation(stage: Stage, stages: list[Stage]) -> str:
+    has_prefetch = any(s.kind == "prefetch" for s in stages)
+    tail = "" if has_prefetch else "; and end the pipeline with `.prefetch(tf.data.AUTOTUNE)` so it overlaps the consumer (TFL102)"
+    if stage.kind in ("map", "filter", "flat_map", "interleave") and stage.py_ops:
+        base = ("its function runs Python (`tf.py_function`/`numpy_function`), which holds the GIL: rewrite it with "
+                "TensorFlow ops or move the work offline (preprocess once and save) (TFL105)")
+        if stage.kind == "map" and not stage.parallel:
+            base = "parallelize it with `num_parallel_calls=tf.data.AUTOTUNE` (TFL101), and " + base
+        return base + tail
+    if stage.kind == "map" and not stage.parallel:
+        return ("parallelize it with `num_parallel_calls=tf.data.AUTOTUNE` (TFL101), or vectorize it: batch first "
+                "and map over whole batches" + tail)
+    if stage.kind == "map":
+        return ("vectorize it (batch before the map so the function runs once per batch), cache its output "
+                "with `.cache()` if it is deterministic and fits, or move the work offline" + tail)
+    if stage.kind == "from_generator":
+        return ("a Python generator feeds the pipeline one element at a time under the GIL: move the work offline "
+                "(write TFRecords once) or build the source from tensors/files" + tail)
+    if stage.kind in ("TFRecordDataset", "TextLineDataset"):
+        return ("read files in parallel (`interleave(..., num_parallel_calls=tf.data.AUTOTUNE)` or "
+                "`num_parallel_reads`) and `.cache()` after decoding when the data fits" + tail)
+    if stage.kind == "filter":
+        return "vectorize the predicate or filter the data offline" + tail
+    if stage.kind == "shuffle":
+        return "shuffle filenames or use a smaller buffer, or cache before shuffling" + tail
+    return "cache the pipeline up to here (`.cache()`) if it is deterministic, or move the work offline" + tail
+
+
+def serialized_stats(ds) -> dict[str, Any]:
+    from collections import Counter
+
+    from tensorflow.core.framework import graph_pb2
+
+    try:
+        gd = graph_pb2.GraphDef.FromString(ds._as_serialized_graph().numpy())
+    except Exception as exc:  # noqa: BLE001 - a dataset that cannot be serialized (e.g. from_generator)
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+    ops = Counter(n.op for n in gd.node)
+    for f in gd.library.function:
+        ops.update(n.op for n in f.node_def)
+    return {
+        "nodes": len(gd.node) + sum(len(f.node_def) for f in gd.library.function),
+        "functions": len(gd.library.function),
+        "dataset_ops": [n.op for n in gd.node if n.op.endswith("Dataset") or "Dataset" in n.op],
+        "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }

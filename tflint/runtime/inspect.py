@@ -1,0 +1,344 @@
+"""`tflint inspect FILE::FACTORY`: the parent side. Never imports TensorFlow or the user's code.
+
+It runs `tflint.runtime.analyze:inspect_target` in a child process with a time limit, turns the raw findings into
+`Finding`s (filtered through the suppression comments of the files they point at), prints the report (text or
+`--json`) and writes `--graph OUT` (.dot, .graphml, or .svg through Graphviz's `dot`).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from ..findings import Finding, Position
+from .child import ChildResult, run_in_child
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+GRAPH_SUFFIXES = (".dot", ".gv", ".svg", ".graphml")
+
+
+def run_inspect(args) -> int:
+    target: str = args.target
+    if "::" not in target:
+        return _error(f"expected FILE::FACTORY, got {target!r} (e.g. train.py::make_dataset)")
+    file = target.rpartition("::")[0]
+    if not Path(file).is_file():
+        return _error(f"{file}: no such file")
+    graph_out: Optional[Path] = getattr(args, "graph", None)
+    if graph_out is not None and graph_out.suffix.lower() not in GRAPH_SUFFIXES:
+        return _error(f"--graph {graph_out}: the file name must end in .dot, .svg or .graphml")
+    result = run_in_child(
+        "tflint.runtime.analyze:inspect_target",
+        {"target": target, "graph": graph_out is not None},
+        timeout=float(getattr(args, "timeout", 300.0) or 300.0),
+        cwd=os.getcwd(),
+    )
+    if not result.ok:
+        return _child_failure(target, result)
+    report: dict[str, Any] = result.value
+    report["wall_s"] = round(result.wall, 3)
+    findings, suppressed = to_findings(report.get("findings", []), default_file=file)
+    if graph_out is not None:
+        try:
+            note = write_graph(report, graph_out)
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            return _error(f"--graph {graph_out}: {exc}")
+        report["graph_file"] = note
+    if getattr(args, "json", False):
+        print(json.dumps(json_report(report, findings, suppressed), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(text_report(target, report, findings, suppressed))
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _error(msg: str) -> int:
+    print(f"tflint: error: {msg}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _child_failure(target: str, result: ChildResult) -> int:
+    head = {"error": "", "timeout": "", "crash": ""}.get(result.status, "")
+    print(f"tflint: error: inspect {target}: {head}{result.message}", file=sys.stderr)
+    if result.details:
+        print(_indent(result.details.rstrip()), file=sys.stderr)
+    if result.status == "crash" and result.stderr.strip():
+        print("  child's last output:", file=sys.stderr)
+        print(_indent(result.stderr.strip()[-2000:]), file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + ln for ln in text.splitlines())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Findings
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _display_path(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _next_statement(text: str):
+    """`row -> (first, last)` rows of the first statement starting after `row` (for `# tflint: ignore[...]`)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return lambda row: None
+    stmts = sorted(((n.lineno, getattr(n, "end_lineno", n.lineno)) for n in ast.walk(tree) if isinstance(n, ast.stmt)))
+
+    def find(row: int):
+        for start, end in stmts:
+            if start > row:
+                return (start, end)
+        return None
+
+    return find
+
+
+def to_findings(raw: list[dict[str, Any]], default_file: str) -> tuple[list[Finding], list[Finding]]:
+    """(kept, suppressed) Findings; suppression comments of each file pointed at apply."""
+    from ..registry import RegistryError, default_registry
+    from ..suppress import Suppressions, parse_directives
+
+    try:
+        registry = default_registry()
+    except RegistryError:  # pragma: no cover - the registry is validated by `tflint check`
+        registry = None
+    texts: dict[str, list[str]] = {}
+    supps: dict[str, Suppressions] = {}
+    kept, suppressed = [], []
+    for r in raw:
+        path = r.get("file") or str(Path(default_file).resolve())
+        row = int(r.get("line") or 1)
+        if path not in texts:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            texts[path] = text.splitlines()
+            resolve = registry.resolve if registry else (lambda s: {s})
+            supp = Suppressions(parse_directives(text), resolve)
+            supp.set_statement_ranges(_next_statement(text))
+            supps[path] = supp
+        lines = texts[path]
+        line = lines[row - 1] if 0 < row <= len(lines) else ""
+        meta = registry.get(r["code"]) if registry else None
+        name = meta.name if meta else r["code"]
+        col = len(line) - len(line.lstrip()) + 1 if line.strip() else 1
+        f = Finding(
+            code=r["code"], name=name, message=r["message"], filename=_display_path(path),
+            location=Position(row, col), end_location=Position(row, max(col, len(line.rstrip()) + 1)),
+            source_line=line.rstrip() or None,
+        )
+        if supps[path].suppressing(f.code, f.name, row):
+            suppressed.append(f)
+        else:
+            kept.append(f)
+    kept.sort(key=lambda f: f.sort_key)
+    return kept, suppressed
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _strip_graphs(report: dict[str, Any]) -> dict[str, Any]:
+    out = dict(report)
+    out.pop("findings", None)
+    if "concrete_functions" in out:
+        out["concrete_functions"] = [
+            {k: v for k, v in cf.items() if k not in ("graph_before", "graph_after", "changes")}
+            for cf in out["concrete_functions"]
+        ]
+    return out
+
+
+def json_report(report: dict[str, Any], findings: list[Finding], suppressed: list[Finding]) -> dict[str, Any]:
+    return {
+        "findings": [f.to_json() for f in findings],
+        "suppressed": len(suppressed),
+        "report": _strip_graphs(report),
+    }
+
+
+def _top_ops(ops: dict[str, int], n: int = 6) -> str:
+    items = list(ops.items())[:n]
+    more = len(ops) - len(items)
+    return ", ".join(f"{op}×{c}" for op, c in items) + (f", +{more} more" if more > 0 else "")
+
+
+def text_report(target: str, report: dict[str, Any], findings: list[Finding], suppressed: list[Finding]) -> str:
+    from ..render.text import full, use_color
+
+    color = use_color(sys.stdout)
+    lines = [f"tflint inspect {target}  (TensorFlow {report.get('tensorflow', '?')}, factory returned "
+             f"{report.get('form', '?')})", ""]
+    if report.get("kind") == "function":
+        fn = report["function"]
+        wrapped = " (a plain callable: traced with tf.function)" if fn.get("wrapped") else ""
+        lines.append(f"function `{fn['name']}`{wrapped}: {fn['calls']} call(s), {fn['traces']} trace(s)")
+        for r in fn.get("retraces", []):
+            why = "; ".join(f"`{c['argument']}` {c['before']} -> {c['after']} ({c['kind']})" for c in r["changes"])
+            lines.append(f"  call {r['call']} traced again: {why or 'no argument changed (closure or global?)'}")
+        for cf in report.get("concrete_functions", []):
+            b, a = cf["before"], cf["after"]
+            lines.append("")
+            lines.append(f"concrete function {cf['name']}")
+            lines.append(f"  traced graph:    {b['nodes']:>5} nodes ({b['main_nodes']} in the main graph, "
+                         f"{b['functions']} library functions)  {_top_ops(b['ops'])}")
+            lines.append(f"  after Grappler:  {a['nodes']:>5} nodes ({a['main_nodes']} in the main graph, "
+                         f"{a['functions']} library functions)  {_top_ops(a['ops'])}")
+            if cf.get("optimizers"):
+                lines.append("  each default optimizer run alone on the traced graph:")
+                for o in cf["optimizers"]:
+                    lines.append(f"    {o['summary']}")
+            else:
+                lines.append("  no default optimizer changed the graph")
+    elif report.get("kind") == "dataset":
+        lines.append("tf.data pipeline, throughput of each prefix measured on this machine "
+                     "(in source elements per second):")
+        width = max((len(s["label"]) for s in report["stages"]), default=10)
+        for s in report["stages"]:
+            rate = f"{s['rate']:>12,.0f}/s" if s.get("rate") else f"{'-':>14}"
+            where = f"line {s['line']}" if s.get("line") else ""
+            mark = "  <- bottleneck" if s.get("bottleneck") else ""
+            py = "  [Python]" if s.get("python_ops") else ""
+            lines.append(f"  {s['label']:<{width}}  {rate}  {where}{py}{mark}")
+        g = report.get("graph", {})
+        if "nodes" in g:
+            lines.append(f"  dataset graph: {g['nodes']} nodes, {g['functions']} functions: "
+                         f"{' -> '.join(g.get('dataset_ops', []))}")
+        elif g.get("error"):
+            lines.append(f"  dataset graph: not serializable ({g['error']})")
+    lines.append("")
+    if findings:
+        lines.append(full(findings, color=color).rstrip("\n"))
+        lines.append("")
+    n = len(findings)
+    summary = f"Found {n} runtime finding{'s' if n != 1 else ''}" if n else "No runtime findings"
+    if suppressed:
+        summary += f" ({len(suppressed)} suppressed)"
+    t = report.get("timings", {})
+    summary += (f". Wall time {report.get('wall_s', 0):.1f} s (TensorFlow import {t.get('import_tensorflow_s', 0):.1f}"
+                f" s, analysis {t.get('analysis_s', 0):.1f} s).")
+    lines.append(summary)
+    if report.get("graph_file"):
+        lines.append(report["graph_file"])
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --graph
+# ---------------------------------------------------------------------------------------------------------------
+
+_STYLE = {
+    "removed": {"color": "#c0392b", "style": "dashed", "fontcolor": "#c0392b"},
+    "added": {"color": "#27ae60", "style": "filled", "fillcolor": "#d5f5e3"},
+    "fused": {"color": "#d35400", "style": "filled,bold", "fillcolor": "#fdebd0"},
+    "changed": {"color": "#2471a3", "style": "filled", "fillcolor": "#d6eaf8"},
+    "python": {"color": "#8e44ad", "style": "filled", "fillcolor": "#ebdef0"},
+    "bottleneck": {"color": "#c0392b", "style": "filled,bold", "fillcolor": "#fadbd8"},
+}
+
+
+def build_nx(report: dict[str, Any]):
+    """A networkx graph of what was inspected. For a function: the union of the traced graph and the graph after
+    Grappler of its first concrete function, each node's `status` one of kept/removed/added/fused/changed."""
+    import networkx as nx
+
+    g = nx.DiGraph(name=report.get("kind", "graph"))
+    if report.get("kind") == "dataset":
+        prev = None
+        for i, s in enumerate(report.get("stages", [])):
+            nid = f"{i}:{s['label']}"
+            status = "bottleneck" if s.get("bottleneck") else ("python" if s.get("python_ops") else "kept")
+            rate = f"\n{s['rate']:,.0f} elem/s" if s.get("rate") else ""
+            g.add_node(nid, label=f"{s['label']}{rate}", op=s["kind"], status=status, line=s.get("line") or 0)
+            if prev is not None:
+                g.add_edge(prev, nid, control=False)
+            prev = nid
+        return g
+    cfs = report.get("concrete_functions") or []
+    if not cfs:
+        return g
+    cf = cfs[0]
+    changes = cf.get("changes", {})
+    for part in ("graph_before", "graph_after"):
+        for n in cf.get(part, {}).get("nodes", []):
+            if n["id"] in g:
+                if part == "graph_after":
+                    g.nodes[n["id"]]["op_after"] = n["op"]
+                continue
+            label = n["op"] + (f"\n+{'+'.join(n['fused_ops'])}" if n.get("fused_ops") else "")
+            status = changes.get(n["id"], "kept")
+            if n["op"] in ("EagerPyFunc", "PyFunc", "PyFuncStateless"):
+                status = "python"
+            g.add_node(n["id"], label=f"{n['id']}\n{label}", op=n["op"], status=status, graph=n.get("graph", ""))
+        for e in cf.get(part, {}).get("edges", []):
+            if not g.has_edge(e["source"], e["target"]):
+                g.add_edge(e["source"], e["target"], control=bool(e["control"]))
+    return g
+
+
+def to_dot(g) -> str:
+    def q(s: Any) -> str:
+        return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+    out = ["digraph tflint {", '  rankdir=TB; node [shape=box, fontname="Helvetica", fontsize=10];',
+           '  edge [color="#555555"];']
+    legend = sorted({d.get("status", "kept") for _, d in g.nodes(data=True)} - {"kept"})
+    for nid, d in g.nodes(data=True):
+        attrs = {"label": d.get("label", nid)}
+        attrs.update(_STYLE.get(d.get("status", "kept"), {}))
+        out.append(f"  {q(nid)} [" + ", ".join(f"{k}={q(v)}" for k, v in attrs.items()) + "];")
+    for s, t, d in g.edges(data=True):
+        style = ' [style="dotted"]' if d.get("control") else ""
+        out.append(f"  {q(s)} -> {q(t)}{style};")
+    if legend:
+        out.append('  subgraph cluster_legend { label="legend"; fontsize=10;')
+        for s in legend:
+            attrs = {"label": s, **_STYLE.get(s, {})}
+            out.append(f"    {q('legend:' + s)} [" + ", ".join(f"{k}={q(v)}" for k, v in attrs.items()) + "];")
+        out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def write_graph(report: dict[str, Any], out: Path) -> str:
+    import networkx as nx
+
+    g = build_nx(report)
+    suffix = out.suffix.lower()
+    if suffix == ".graphml":
+        for _, d in g.nodes(data=True):
+            for k, v in list(d.items()):
+                if v is None:
+                    d[k] = ""
+        nx.write_graphml(g, out)
+        return f"Wrote {g.number_of_nodes()} nodes to {out} (GraphML; node attribute `status`)."
+    dot_text = to_dot(g)
+    if suffix in (".dot", ".gv"):
+        out.write_text(dot_text, encoding="utf-8")
+        return f"Wrote {g.number_of_nodes()} nodes to {out} (DOT; render with `dot -Tsvg {out}`)."
+    dot = shutil.which("dot")
+    if dot is None:
+        fallback = out.with_suffix(".dot")
+        fallback.write_text(dot_text, encoding="utf-8")
+        return (f"Graphviz's `dot` is not installed, so no SVG was drawn: wrote {fallback} instead "
+                "(install graphviz, or open the DOT file with any Graphviz viewer).")
+    proc = subprocess.run([dot, "-Tsvg", "-o", str(out)], input=dot_text.encode(), capture_output=True, timeout=120)
+    if proc.returncode != 0:
+        raise ValueError(f"dot failed: {proc.stderr.decode(errors='replace').strip()[:300]}")
+    return f"Wrote {g.number_of_nodes()} nodes to {out} (SVG drawn by Graphviz)."
