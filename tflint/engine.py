@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
 from .checks.base import NodeEdit, Report
 from .config import Config
 from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import Registry, RuleMeta
+from .positions import Positions
 from .semantics import Semantics
 from .source import LineIndex
 from .suppress import Directive, Suppressions, parse_directives, remove_codes
@@ -168,14 +168,29 @@ def _parse(text: str, path: str) -> tuple[Optional[cst.Module], Optional[Finding
 
 def _quick_syntax_check(text: str, path: str) -> Optional[Finding]:
     import ast
+    import warnings
 
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():  # no SyntaxWarning (invalid escapes, ...) may reach the user's terminal
+            warnings.simplefilter("ignore")
+            ast.parse(text)
         return None
     except SyntaxError as exc:
         return syntax_error_finding(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, (exc.offset or 1) - 1, text)
     except (RecursionError, MemoryError, ValueError) as exc:
         return syntax_error_finding(path, f"SyntaxError: could not parse: {type(exc).__name__}", 1, 0, text)
+
+
+def _nesting_guard(text: str, path: str) -> Optional[Finding]:
+    """libcst's native parser crashes the process (SIGSEGV) on a few thousand nested brackets and takes minutes on
+    very long operator chains; CPython's own parser rejects both cleanly. Ask it first, only for these limits (other
+    syntax errors are left to libcst, whose grammar may be newer than the running Python's)."""
+    if "\x00" in text:
+        return syntax_error_finding(path, "Cannot check: the file contains NUL bytes (binary?)", 1, 0)
+    f = _quick_syntax_check(text, path)
+    if f is not None and ("too many nested" in f.message or "could not parse" in f.message):
+        return f.with_changes(message=f"SyntaxError: too deeply nested to check ({f.message.split(': ', 1)[-1]})")
+    return None
 
 
 def check_text(text: str, path: str, settings: Settings) -> CheckResult:
@@ -187,6 +202,9 @@ def check_text(text: str, path: str, settings: Settings) -> CheckResult:
             pass  # fall through to the full path so unused suppressions are found
         else:
             return CheckResult(findings)
+    guard = _nesting_guard(text, path)
+    if guard is not None:
+        return CheckResult([guard] if SYNTAX_ERROR in codes else [])
     module, error = _parse(text, path)
     if module is None:
         return CheckResult([error] if SYNTAX_ERROR in codes and error else [])
@@ -230,28 +248,9 @@ def _check_module(text: str, path: str, module: cst.Module, settings: Settings, 
     return CheckResult(_materialize(ctx, directives, codes), errors)
 
 
-class _Positions:
-    def __init__(self, module: cst.Module) -> None:
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self._syn = None
-        self._ws = None
-
-    @property
-    def syntactic(self):
-        if self._syn is None:
-            self._syn = self.wrapper.resolve(PositionProvider)
-        return self._syn
-
-    @property
-    def inclusive(self):
-        if self._ws is None:
-            self._ws = self.wrapper.resolve(WhitespaceInclusivePositionProvider)
-        return self._ws
-
-
 def _materialize(ctx: FileContext, directives: list[Directive], codes: set[str]) -> list[Finding]:
     registry = ctx.settings.registry
-    positions = _Positions(ctx.module)
+    positions = Positions(ctx.module, ctx.text, ctx.sem.index)
     lines = LineIndex(ctx.text)
     supp = Suppressions(directives, registry.resolve)
     if any(d.kind == "next" for d in directives):
@@ -259,13 +258,14 @@ def _materialize(ctx: FileContext, directives: list[Directive], codes: set[str])
     findings: list[Finding] = []
     for rep in ctx.reports:
         meta = registry.rules[rep.code]
-        try:
-            rng = positions.syntactic[rep.node]
-        except KeyError:
+        rng = positions.syntactic(rep.node)
+        if rng is None:
             continue
         start = rng.start
-        if rep.start_node is not None and rep.start_node in positions.syntactic:
-            start = positions.syntactic[rep.start_node].start
+        if rep.start_node is not None:
+            srng = positions.syntactic(rep.start_node)
+            if srng is not None:
+                start = srng.start
         if supp.suppressing(meta.code, meta.name, start.line):
             continue
         fix = _build_fix(ctx, rep, positions, lines) if rep.edits else None
@@ -305,12 +305,13 @@ def _source_lines(lines: LineIndex, start: int, end: int) -> str:
     return "\n".join(lines.line(r) for r in range(start, end + 1))
 
 
-def _next_statement_finder(ctx: FileContext, positions: _Positions):
+def _next_statement_finder(ctx: FileContext, positions: Positions):
+    positions.everything()
     stmts: list[tuple[int, int]] = []
     for typ, nodes in ctx.sem.index.by_type.items():
         if issubclass(typ, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             for n in nodes:
-                r = positions.syntactic[n]
+                r = positions.syntactic(n)
                 stmts.append((r.start.line, r.end.line))
     stmts.sort()
 
@@ -323,7 +324,7 @@ def _next_statement_finder(ctx: FileContext, positions: _Positions):
     return find
 
 
-def _build_fix(ctx: FileContext, rep: Report, positions: _Positions, lines: LineIndex) -> Optional[Fix]:
+def _build_fix(ctx: FileContext, rep: Report, positions: Positions, lines: LineIndex) -> Optional[Fix]:
     edits: list[Edit] = []
     for e in rep.edits:
         edit = _node_edit(ctx, e, positions, lines)
@@ -352,10 +353,10 @@ def _reindent(code: str, indent: str) -> str:
     return "\n".join([first] + [indent + r if r.strip() else r for r in rest])
 
 
-def _node_edit(ctx: FileContext, e: NodeEdit, positions: _Positions, lines: LineIndex) -> Optional[Edit]:
+def _node_edit(ctx: FileContext, e: NodeEdit, positions: Positions, lines: LineIndex) -> Optional[Edit]:
     text = ctx.text
     if e.mode == "replace" and e.node is not None:
-        rng = positions.inclusive.get(e.target)
+        rng = positions.inclusive(e.target)
         if rng is None:
             return None
         s = lines.offset(rng.start.line, rng.start.column)
@@ -380,13 +381,13 @@ def _node_edit(ctx: FileContext, e: NodeEdit, positions: _Positions, lines: Line
             q += 1
         return _edit(lines, s + p, t - q, new[p: len(new) - q])
     if e.mode == "delete":
-        rng = positions.inclusive.get(e.target)
+        rng = positions.inclusive(e.target)
         if rng is None:
             return None
         s = lines.offset(rng.start.line, rng.start.column)
         t = lines.offset(rng.end.line, rng.end.column)
         return _edit(lines, s, t, "")
-    rng = positions.syntactic.get(e.target)
+    rng = positions.syntactic(e.target)
     if rng is None:
         return None
     s = lines.offset(rng.start.line, rng.start.column)

@@ -15,6 +15,17 @@ import libcst as cst
 ScopeNode = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
 
 STATEMENT_TYPES = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
+_IS_STATEMENT: dict[type, bool] = {}
+
+
+def is_statement(node: cst.CSTNode) -> bool:
+    """isinstance(node, STATEMENT_TYPES), cached per concrete type (libcst's bases are ABCs, whose isinstance
+    checks are slow enough to show in a profile)."""
+    t = type(node)
+    r = _IS_STATEMENT.get(t)
+    if r is None:
+        r = _IS_STATEMENT[t] = issubclass(t, STATEMENT_TYPES)
+    return r
 
 
 @dataclass
@@ -73,7 +84,7 @@ class Index(cst.CSTVisitor):
             self.parents[id(node)] = stack[-1]
         stack.append(node)
         self.by_type[type(node)].append(node)
-        if isinstance(node, STATEMENT_TYPES):
+        if is_statement(node):
             self._order += 1
             self.stmt_order[id(node)] = self._order
         t = type(node)
@@ -170,7 +181,7 @@ class Index(cst.CSTVisitor):
 
     def _enclosing_stmt(self) -> cst.CSTNode:
         for n in reversed(self._stack):
-            if isinstance(n, STATEMENT_TYPES):
+            if is_statement(n):
                 return n
         return self._stack[0]
 
@@ -179,7 +190,7 @@ class Index(cst.CSTVisitor):
         if kind == "param":
             order = self.stmt_order.get(id(scope.node), 0)
         else:
-            stmt = node if isinstance(node, STATEMENT_TYPES) else self._enclosing_stmt()
+            stmt = node if is_statement(node) else self._enclosing_stmt()
             order = self.stmt_order.get(id(stmt), self._order)
         scope.bindings[name].append(
             Binding(name, kind, order, node, value, qualified, index, scope.node)
@@ -209,10 +220,10 @@ class Index(cst.CSTVisitor):
             p = self.parents.get(id(p))
 
     def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        if isinstance(node, STATEMENT_TYPES):
+        if is_statement(node):
             return node
         for a in self.ancestors(node):
-            if isinstance(a, STATEMENT_TYPES):
+            if is_statement(a):
                 return a
         return None
 
@@ -363,13 +374,31 @@ def _fields(t: type) -> tuple[str, ...]:
     return f
 
 
+_WALK: dict[type, bool] = {}
+
+
+def _walkable(t: type) -> bool:
+    r = _WALK.get(t)
+    if r is None:
+        r = _WALK[t] = issubclass(t, cst.CSTNode) and not issubclass(t, _SKIP)
+    return r
+
+
 def _children(node: cst.CSTNode):
+    walk = _WALK
     for name in _fields(type(node)):
         v = getattr(node, name)
-        if isinstance(v, cst.CSTNode):
-            if not isinstance(v, _SKIP):
-                yield v
-        elif type(v) is tuple or type(v) is list:
+        t = type(v)
+        if t is tuple or t is list:
             for x in v:
-                if isinstance(x, cst.CSTNode) and not isinstance(x, _SKIP):
+                w = walk.get(type(x))
+                if w is None:
+                    w = _walkable(type(x))
+                if w:
                     yield x
+        else:
+            w = walk.get(t)
+            if w is None:
+                w = _walkable(t)
+            if w:
+                yield v

@@ -1,0 +1,156 @@
+"""Node positions without generating positions for the whole file.
+
+libcst computes positions by regenerating the code of the entire module with position tracking, which costs
+several times a plain code generation (and about as much as parsing). tflint needs positions only for the few
+nodes it reports or edits, so it regenerates just the line-level statement that contains each of them (with the
+indentation of its enclosing blocks, so the text is byte-identical to the file), finds that text in the file at a
+line start, and offsets the statement-relative positions. When the statement's text occurs more than once in the
+file (identical lines), it falls back to libcst's whole-module computation, once per file.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+from libcst._position import CodePosition, CodeRange
+from libcst.metadata.position_provider import (
+    PositionProvidingCodegenState,
+    WhitespaceInclusivePositionProvidingCodegenState,
+)
+
+from .semantics.index import Index
+
+LINE_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+class _Sink:
+    """Stands in for a metadata provider: the codegen states record positions into `_computed`."""
+
+    def __init__(self) -> None:
+        self._computed: dict[cst.CSTNode, CodeRange] = {}
+
+
+class Positions:
+    def __init__(self, module: cst.Module, text: str, index: Index) -> None:
+        self.module = module
+        self.text = text
+        self.index = index
+        self._syn: dict[cst.CSTNode, CodeRange] = {}
+        self._inc: dict[cst.CSTNode, CodeRange] = {}
+        self._done: set[int] = set()  # ids of statements whose positions are known
+        self._full = False
+        self._line_starts: Optional[list[int]] = None
+
+    # -- public ---------------------------------------------------------------------------------------------
+    def syntactic(self, node: cst.CSTNode) -> Optional[CodeRange]:
+        self._ensure(node)
+        return self._syn.get(node)
+
+    def inclusive(self, node: cst.CSTNode) -> Optional[CodeRange]:
+        self._ensure(node)
+        return self._inc.get(node)
+
+    def everything(self) -> None:
+        """Compute positions for every node (for callers that need them all)."""
+        self._compute_full()
+
+    # -- internals ------------------------------------------------------------------------------------------
+    def _ensure(self, node: cst.CSTNode) -> None:
+        if self._full or node in self._syn:
+            return
+        stmt = self._line_statement(node)
+        if stmt is None or id(stmt) in self._done or not self._compute_statement(stmt):
+            self._compute_full()
+
+    def _line_statement(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        if isinstance(node, LINE_STATEMENTS):
+            return node
+        for a in self.index.ancestors(node):
+            if isinstance(a, LINE_STATEMENTS):
+                return a
+        return None
+
+    def _indent_tokens(self, stmt: cst.CSTNode) -> list[str]:
+        tokens: list[str] = []
+        for a in self.index.ancestors(stmt):
+            if isinstance(a, cst.IndentedBlock):
+                tokens.append(a.indent if a.indent is not None else self.module.default_indent)
+        tokens.reverse()
+        return tokens
+
+    def _compute_statement(self, stmt: cst.CSTNode) -> bool:
+        indent = self._indent_tokens(stmt)
+        syn = _Sink()
+        state = PositionProvidingCodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            provider=syn,
+            indent_tokens=list(indent),
+        )
+        stmt._codegen(state)
+        code = "".join(state.tokens)
+        start = self._find_unique_at_line_start(code)
+        if start is None:
+            return False
+        inc = _Sink()
+        istate = WhitespaceInclusivePositionProvidingCodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            provider=inc,
+            indent_tokens=list(indent),
+        )
+        stmt._codegen(istate)
+        base_row = self._row_of(start)
+        for src, dst in ((syn._computed, self._syn), (inc._computed, self._inc)):
+            for n, r in src.items():
+                dst[n] = CodeRange(
+                    CodePosition(r.start.line + base_row - 1, r.start.column),
+                    CodePosition(r.end.line + base_row - 1, r.end.column),
+                )
+        self._done.add(id(stmt))
+        return True
+
+    def _find_unique_at_line_start(self, code: str) -> Optional[int]:
+        if not code:
+            return None
+        text = self.text
+        found: Optional[int] = None
+        i = text.find(code)
+        while i != -1:
+            if i == 0 or text[i - 1] in "\n\r":
+                if found is not None:
+                    return None  # the same statement text twice: ambiguous
+                found = i
+            i = text.find(code, i + 1)
+        return found
+
+    def _row_of(self, offset: int) -> int:
+        if self._line_starts is None:
+            import re
+
+            starts = [0]
+            for m in re.finditer(r"\r\n|\r|\n", self.text):
+                starts.append(m.end())
+            self._line_starts = starts
+        import bisect
+
+        return bisect.bisect_right(self._line_starts, offset)
+
+    def _compute_full(self) -> None:
+        if self._full:
+            return
+        syn = _Sink()
+        self.module._codegen(
+            PositionProvidingCodegenState(
+                default_indent=self.module.default_indent, default_newline=self.module.default_newline, provider=syn
+            )
+        )
+        inc = _Sink()
+        self.module._codegen(
+            WhitespaceInclusivePositionProvidingCodegenState(
+                default_indent=self.module.default_indent, default_newline=self.module.default_newline, provider=inc
+            )
+        )
+        self._syn = syn._computed
+        self._inc = inc._computed
+        self._full = True
