@@ -62,10 +62,12 @@ def check_file_text(text: str, path: str, settings: Settings) -> CheckResult:
 
 
 def process_text(
-    text: str, path: str, settings: Settings, fix: bool = False, diff: bool = False, source: Optional[SourceFile] = None
+    text: str, path: str, settings: Settings, fix: bool = False, diff: bool = False, source: Optional[SourceFile] = None,
+    write_roots: Optional[tuple[str, ...]] = None,
 ) -> FileResult:
     """Check (and with `fix`, fix) one file's text. Writes the file when `fix` and not `diff` and `source`
-    names a file on disk."""
+    names a file on disk and, when `write_roots` is given, the file's real path (symlinks resolved) lies inside one
+    of those real paths: a fix never writes outside the paths the user gave."""
     result = FileResult(path)
     if not fix and not diff:
         res = check_file_text(text, path, settings)
@@ -110,6 +112,11 @@ def process_text(
             result.diff += "\n\\ No newline at end of file\n"
         return result
     result.new_text = new_text
+    if source is not None and write_roots is not None and not _inside_roots(path, write_roots):
+        result.messages.append(f"{path}: not fixed: it resolves (through a symlink) outside the paths given")
+        result.fixed = 0
+        result.fixed_by_code = {}
+        return result
     if source is not None and source.raw:
         try:
             write_atomic(path, source.encode(new_text), expected=source.raw)
@@ -120,7 +127,20 @@ def process_text(
     return result
 
 
-def process_path(path: str, settings: Settings, fix: bool = False, diff: bool = False) -> FileResult:
+def _inside_roots(path: str, roots: tuple[str, ...]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def write_roots_for(paths: Iterable[str]) -> tuple[str, ...]:
+    """The real paths fixes may write under: each path given, symlinks resolved (a named symlink to a file may be
+    fixed; a symlink met while walking a folder may not lead the fix outside that folder)."""
+    return tuple(os.path.realpath(p) for p in paths if p != "-")
+
+
+def process_path(
+    path: str, settings: Settings, fix: bool = False, diff: bool = False, write_roots: Optional[tuple[str, ...]] = None
+) -> FileResult:
     try:
         src = read_source(path)
     except SourceError as exc:
@@ -134,7 +154,7 @@ def process_path(path: str, settings: Settings, fix: bool = False, diff: bool = 
             r.messages = [msg]
         return r
     try:
-        return process_text(src.text, path, settings, fix=fix, diff=diff, source=src)
+        return process_text(src.text, path, settings, fix=fix, diff=diff, source=src, write_roots=write_roots)
     except RecursionError:
         f = syntax_error_finding(path, "Cannot check: too deeply nested", 1, 0)
         return FileResult(path, findings=[f])
@@ -267,25 +287,28 @@ class RunResult:
 def check_paths(
     paths: Iterable[str], settings: Settings, fix: bool = False, diff: bool = False, jobs: int = 1
 ) -> tuple[RunResult, list[str]]:
+    paths = list(paths)
     files, messages = discover(paths, settings.config)
-    results = run_files(files, settings, fix=fix, diff=diff, jobs=jobs)
+    results = run_files(files, settings, fix=fix, diff=diff, jobs=jobs, write_roots=write_roots_for(paths) if fix else None)
     return RunResult(results), messages
 
 
 PARALLEL_THRESHOLD = 16  # below this many files a process pool costs more than it saves
 
 
-def run_files(files: list[str], settings: Settings, fix: bool, diff: bool, jobs: int) -> list[FileResult]:
+def run_files(
+    files: list[str], settings: Settings, fix: bool, diff: bool, jobs: int, write_roots: Optional[tuple[str, ...]] = None
+) -> list[FileResult]:
     if jobs > 1 and len(files) >= PARALLEL_THRESHOLD:
         from concurrent.futures import ProcessPoolExecutor
 
         try:
             with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) as pool:
                 chunk = max(1, len(files) // (jobs * 8))
-                return list(pool.map(_worker, [(f, fix, diff) for f in files], chunksize=chunk))
+                return list(pool.map(_worker, [(f, fix, diff, write_roots) for f in files], chunksize=chunk))
         except (OSError, RuntimeError, ImportError):
             pass  # no process support here: fall back to one process
-    return [process_path(f, settings, fix=fix, diff=diff) for f in files]
+    return [process_path(f, settings, fix=fix, diff=diff, write_roots=write_roots) for f in files]
 
 
 _WORKER_SETTINGS: Optional[Settings] = None
@@ -297,6 +320,6 @@ def _init_worker(settings: Settings) -> None:
 
 
 def _worker(args) -> FileResult:
-    path, fix, diff = args
+    path, fix, diff, write_roots = args
     assert _WORKER_SETTINGS is not None
-    return process_path(path, _WORKER_SETTINGS, fix=fix, diff=diff)
+    return process_path(path, _WORKER_SETTINGS, fix=fix, diff=diff, write_roots=write_roots)

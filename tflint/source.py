@@ -46,7 +46,10 @@ def decode(data: bytes, path: str = "<stdin>") -> tuple[str, str, bool]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"{path}: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        msg = exc.msg if hasattr(exc, "msg") else str(exc)
+        if "invalid or missing encoding declaration" in msg:
+            msg = "not valid UTF-8 and no PEP 263 coding cookie names another encoding; add one or save it as UTF-8"
+        raise SourceError(f"{path}: {msg}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
     body = data[len(codecs.BOM_UTF8):] if bom else data
