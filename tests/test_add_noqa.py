@@ -142,3 +142,19 @@ def test_folder_walk(chdir, capsys):
     code, err = add_noqa(capsys, "pkg", *SELECT)
     assert code == 0 and "Added 3 noqa directives." in err
     assert check(capsys, "pkg", *SELECT) == (0, [])
+
+
+def test_stdin_writes_the_result_to_stdout(chdir):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    src = "import tensorflow as tf\nds = tf.data.Dataset.range(3).map(abs)  # keep\n"
+    res = subprocess.run(
+        [sys.executable, "-m", "tflint", "check", "--add-noqa", "-", "--stdin-filename", "x.py", *SELECT],
+        input=src, capture_output=True, text=True, cwd=chdir,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == src.replace("# keep\n", "# keep  # noqa: TFL101\n")
+    assert "Added 1 noqa directive." in res.stderr

@@ -180,6 +180,10 @@ def cmd_check(args) -> int:
     if paths == ["-"]:
         data = sys.stdin.buffer.read()
         name = args.stdin_filename or "-"
+        if args.add_noqa:
+            from .noqa import add_noqa_stdin
+
+            return add_noqa_stdin(data, name, settings)
         res = process_stdin(data, name, settings, fix=fix and not args.add_noqa, diff=diff)
         results = [res]
         if fix and not diff and res.new_text is not None and not args.add_noqa:

@@ -295,3 +295,22 @@ def add_noqa(paths: list[str], settings: Settings) -> int:
         print(f"tflint: warning: {m}", file=sys.stderr)
     print(f"Added {total} noqa directive{'s' if total != 1 else ''}.", file=sys.stderr)
     return status
+
+
+def add_noqa_stdin(data: bytes, filename: str, settings: Settings) -> int:
+    """`--add-noqa` on stdin: the text with its `# noqa` comments goes to stdout (as `--fix` does with stdin)."""
+    from .source import decode
+
+    try:
+        text, _, _ = decode(data, filename)
+    except SourceError as exc:
+        print(f"tflint: error: {exc}", file=sys.stderr)
+        return 2
+    res = add_noqa_to_notebook(text, filename, settings) if filename.endswith(".ipynb") else add_noqa_to_text(
+        text, filename, settings
+    )
+    sys.stdout.write(res.text)
+    for m in res.messages:
+        print(f"tflint: warning: {m}", file=sys.stderr)
+    print(f"Added {res.added} noqa directive{'s' if res.added != 1 else ''}.", file=sys.stderr)
+    return 0
