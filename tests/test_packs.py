@@ -268,16 +268,16 @@ SESSIONS = textwrap.dedent(
 
 def test_suppression_of_pack_rules():
     settings = pack_settings(EXAMPLE)
-    rows = [f.location.row for f in check_source(SESSIONS, "s.py", settings) if f.code == "ACME002"]
+    rows = [f.location.row for f in check_source(SESSIONS, "src/s.py", settings) if f.code == "ACME002"]
     assert rows == [8, 9]
     whole = "# tflint: noqa: ACME002\n" + SESSIONS
-    assert not [f for f in check_source(whole, "s.py", settings) if f.code == "ACME002"]
+    assert not [f for f in check_source(whole, "src/s.py", settings) if f.code == "ACME002"]
 
 
 def test_unused_suppression_of_a_pack_rule_is_reported():
     settings = pack_settings(EXAMPLE, extend_select=["TFL002"])
     text = "import tensorflow as tf\nx = tf.constant(1)  # noqa: ACME002\n"
-    assert [f.code for f in check_source(text, "s.py", settings)] == ["TFL002"]
+    assert [f.code for f in check_source(text, "src/s.py", settings)] == ["TFL002"]
 
 
 def test_json_output_of_a_pack_rule(project, capsys):
@@ -397,3 +397,27 @@ def test_test_rules_on_one_rule_file(capsys):
     assert code == 0 and "collected 6 examples from 1 rule" in out and "ACME001" not in out
     code, _, err = run(capsys, "test-rules", EXAMPLE / "missing.yaml")
     assert code == 2 and "no such rules directory or rule file" in err
+
+
+def test_paths_limit_a_rule_to_part_of_the_project(project, capsys):
+    (project / "tools").mkdir()
+    (project / "tools" / "export.py").write_text(TRAIN, encoding="utf-8")
+    (project / "src" / "tools").mkdir()
+    (project / "src" / "tools" / "export.py").write_text(TRAIN, encoding="utf-8")
+    code, out, _ = run(capsys, "check", ".", "--no-cache", "--output-format", "concise", "--rules-dir", EXAMPLE)
+    assert code == 1
+    sessions = sorted(line.split(":")[0] for line in out.splitlines() if "ACME002" in line)
+    assert sessions == ["src/tools/export.py", "src/train.py"]  # `paths: include: [src]`
+    assert "tools/export.py:5:12: ACME001" in out  # a rule without `paths:` looks at every file
+
+
+def test_paths_include_and_exclude(tmp_path):
+    from tflint.checks.declarative import applies_to
+
+    config = Config(root=tmp_path)
+    paths = {"include": ["src", "lib/*.py"], "exclude": ["src/legacy", "*_test.py"]}
+    verdicts = {p: applies_to(str(tmp_path / p), config, paths) for p in
+                ["src/a.py", "src/pkg/b.py", "lib/c.py", "lib/sub/d.py", "src/legacy/e.py", "src/f_test.py", "g.py"]}
+    assert verdicts == {"src/a.py": True, "src/pkg/b.py": True, "lib/c.py": True, "lib/sub/d.py": True,
+                        "src/legacy/e.py": False, "src/f_test.py": False, "g.py": False}
+    assert applies_to("anything.py", config, None)

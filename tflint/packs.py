@@ -392,7 +392,7 @@ def run_examples(reg: Registry, meta: RuleMeta, rf: RuleFile) -> list[Outcome]:
 
     examples = rf.data.get("examples") or {}
     settings = _example_settings(reg, meta, rf, examples)
-    name = f"{meta.path.stem if meta.path else meta.name}_example.py"
+    name = examples.get("path") or f"{meta.path.stem if meta.path else meta.name}_example.py"
     out: list[Outcome] = []
 
     codes = settings.selected

@@ -93,6 +93,20 @@ def dataset_functions(pattern: Any) -> list[str]:
     return out
 
 
+def applies_to(path: Optional[str], config: Any, paths: Any) -> bool:
+    """Whether a rule with `paths: {include: [globs], exclude: [globs]}` looks at this file. Globs are relative
+    to the project root and match as `per-file-ignores` patterns do (a folder covers what is below it)."""
+    if not paths or not isinstance(paths, dict) or not path:
+        return True
+    from ..config import _match, _relative
+
+    rel = _relative(path, config.root)
+    include = paths.get("include") or []
+    if include and not any(_match(rel, g) for g in include):
+        return False
+    return not any(_match(rel, g) for g in paths.get("exclude") or [])
+
+
 def _names(value: Any) -> set[str]:
     return set(value) if isinstance(value, list) else {value}
 
@@ -109,6 +123,8 @@ class DeclarativeCheck(Check):
         super().__init__(ctx, meta)
         self.code = meta.code  # instance attribute: this class serves every declarative rule
         entries = validate_entries(meta.pattern or [])
+        if not applies_to(ctx.path, ctx.settings.config, (meta.raw or {}).get("paths")):
+            entries = []  # the rule's `paths:` leave this file out
         self.symbols = [e for e in entries if "symbol" in e]
         self.calls = [e for e in entries if "call" in e]
         self.methods = [e for e in entries if "method" in e]
