@@ -491,3 +491,54 @@ def test_notebook_cells_get_their_own_diagnostics(client, workspace):
         }]}},
     })
     assert client.diagnostics(cell_uris[2], start=mark) == []
+
+
+def test_excluded_files_get_no_diagnostics(client, workspace):
+    (workspace / "pyproject.toml").write_text(SELECT + 'extend-exclude = ["generated/"]\n')
+    client.initialize(workspace)
+    (workspace / "generated").mkdir()
+    (workspace / ".venv" / "lib").mkdir(parents=True)
+    gen = open_doc(client, workspace / "generated" / "pipeline.py", PIPELINE)
+    lib = open_doc(client, workspace / ".venv" / "lib" / "pipeline.py", PIPELINE)  # a default exclude
+    mine = open_doc(client, workspace / "train.py", PIPELINE)
+    assert len(client.diagnostics(mine, version=1)) == 2
+    assert client.diagnostics(gen, version=1) == []
+    assert client.diagnostics(lib, version=1) == []
+
+
+def test_server_never_imports_tensorflow(workspace, tmp_path):
+    """The server is as static as `tflint check`: a spy on the import system sees no TensorFlow import."""
+    spy = tmp_path / "spy"
+    spy.mkdir()
+    mark = tmp_path / "tf-imported"
+    (spy / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'tensorflow' or name.startswith('tensorflow.'):\n"
+        f"            open({str(mark)!r}, 'a').write(name + '\\n')\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _Spy())\n"
+        f"open({str(mark)!r} + '.loaded', 'a').close()\n"
+    )
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(spy) + (os.pathsep + old if old else "")
+    try:
+        c = LspClient(workspace)
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
+    try:
+        c.initialize(workspace)
+        uri = open_doc(c, workspace / "train.py", PIPELINE)
+        diags = c.diagnostics(uri, version=1)
+        d = diags[0]
+        c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"],
+                                              "context": {"diagnostics": diags}})
+        c.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": d["range"]["start"]})
+    finally:
+        assert c.close() == 0
+    assert Path(str(mark) + ".loaded").exists()
+    assert not mark.exists(), mark.read_text()

@@ -94,6 +94,7 @@ class TflintServer(LanguageServer):
         # one analysis at a time, off the event loop, so that messages keep flowing while a file is checked
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tflint-check")
         self._settings: dict[tuple, Settings] = {}
+        self._exclude_specs: dict[int, Any] = {}
         self._reported: set[tuple] = set()
         # messages produced on the analysis thread, sent from the event loop (the writer is not thread-safe)
         self._outbox: list[tuple[lsp.MessageType, str, bool]] = []
@@ -156,6 +157,7 @@ class TflintServer(LanguageServer):
 
     def reload_config(self) -> None:
         self._settings.clear()
+        self._exclude_specs.clear()
         self._reported.clear()
         for uri in list(self.analyses):
             self.schedule(uri, 0.0)
@@ -216,10 +218,45 @@ class TflintServer(LanguageServer):
         settings = self._settings_or_report(path)
         if settings is None:
             return None, []
+        if self.excluded(path, settings):
+            return settings, []
         result = check_text(text, path, settings)
         for err in result.errors:
             self._outbox.append((lsp.MessageType.Error, err, False))
         return settings, result.findings
+
+    def excluded(self, path: str, settings: Settings) -> bool:
+        """Whether `exclude`/`extend-exclude` cover an open file (as Ruff's server, unlike a file named on the
+        command line): matched like the folder walk of `tflint check`, on the names of the file and its folders
+        and on their paths relative to the configuration's folder. Default excludes such as `.venv` and
+        `site-packages` keep library code you open from getting diagnostics."""
+        import pathspec
+
+        spec = self._exclude_specs.get(id(settings))
+        if spec is None:
+            spec = pathspec.PathSpec.from_lines(
+                "gitwildmatch", [*settings.config.exclude, *settings.config.extend_exclude]
+            )
+            self._exclude_specs[id(settings)] = spec
+        p = Path(os.path.abspath(path))
+        root = Path(os.path.abspath(settings.config.root))
+        try:
+            rel_parts: Optional[tuple[str, ...]] = p.relative_to(root).parts
+        except ValueError:
+            rel_parts = None
+        # folder names count below the configuration's folder only (a project inside ~/build/ is not excluded)
+        names = rel_parts if rel_parts else p.parts[1:]
+        for i, name in enumerate(names):
+            is_file = i == len(names) - 1
+            suffix = "" if is_file else "/"
+            if spec.match_file(name + suffix):
+                return True
+        if rel_parts:
+            for i in range(1, len(rel_parts) + 1):
+                suffix = "" if i == len(rel_parts) else "/"
+                if spec.match_file("/".join(rel_parts[:i]) + suffix):
+                    return True
+        return False
 
     def _settings_or_report(self, path: str) -> Optional[Settings]:
         try:
@@ -270,6 +307,8 @@ class TflintServer(LanguageServer):
         settings = self._settings_or_report(path)
         if settings is None:
             return None, [[] for _ in sources]
+        if self.excluded(path, settings):
+            return settings, [[] for _ in sources]
         text, rows = join_cells(sources)
         nb = Notebook("", {}, list(range(len(sources))), sources, text, rows)
         result = check_text(text, path, settings)
