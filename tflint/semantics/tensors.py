@@ -121,6 +121,8 @@ class Tensors:
         self._active: set[int] = set()
         self._call_sites: Optional[dict[int, list[tuple[cst.Call, cst.CSTNode]]]] = None
         self._self_attrs: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._params: dict[int, bool] = {}
+        self._signed: Optional[set[int]] = None
 
     # -- tensors ---------------------------------------------------------------------------------------------
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
@@ -317,6 +319,13 @@ class Tensors:
 
     # -- parameters ----------------------------------------------------------------------------------------
     def param_is_tensor(self, fn, param: cst.Param) -> bool:
+        key = id(param)
+        if key not in self._params:
+            self._params[key] = False  # a recursive question about the same parameter: no evidence
+            self._params[key] = self._param_is_tensor(fn, param)
+        return self._params[key]
+
+    def _param_is_tensor(self, fn, param: cst.Param) -> bool:
         reason = self.functions.tf_function_reason(fn)
         if reason is None:
             return False
@@ -376,15 +385,21 @@ class Tensors:
         return out or None
 
     def has_input_signature(self, fn) -> bool:
+        if self._signed is None:
+            signed: set[int] = set()
+            for call in self.index.nodes(cst.Call):
+                if self.names.call_name(call) == "tensorflow.function" and get_arg(call, "input_signature", 1):
+                    first = get_arg(call, "func", 0)
+                    target = self.functions.resolve_callable(first.value) if first is not None else None
+                    if target is not None:
+                        signed.add(id(target))
+            self._signed = signed
+        if id(fn) in self._signed:
+            return True
         if isinstance(fn, cst.FunctionDef):
             dec = self.functions.tf_function_decorator(fn)
             if dec is not None and isinstance(dec.decorator, cst.Call) and get_arg(dec.decorator, "input_signature", 1):
                 return True
-        for call in self.index.nodes(cst.Call):
-            if self.names.call_name(call) == "tensorflow.function" and get_arg(call, "input_signature", 1):
-                first = get_arg(call, "func", 0)
-                if first is not None and self.functions.resolve_callable(first.value) is fn:
-                    return True
         return False
 
     def call_sites(self, fn) -> list[tuple[cst.Call, cst.CSTNode]]:

@@ -110,6 +110,13 @@ def only_traced(check, fn) -> bool:
     trace-time Python effects are the point (e.g. capturing static shapes)."""
     if not isinstance(fn, cst.FunctionDef):
         return False
+    cache = check.__dict__.setdefault("_only_traced", {})
+    if id(fn) not in cache:
+        cache[id(fn)] = _only_traced(check, fn)
+    return cache[id(fn)]
+
+
+def _only_traced(check, fn: cst.FunctionDef) -> bool:
     refs = [n for n in check.index.nodes(cst.Name) if n.value == fn.name.value and n is not fn.name]
     if not refs:
         return False
