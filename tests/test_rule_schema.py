@@ -243,3 +243,29 @@ def test_builtin_declarative_rules_carry_examples():
             if not ex.get(kind):
                 missing.append(f"{path.name}: no `{kind}` example")
     assert not missing, "\n".join(missing)
+
+
+@pytest.mark.slow
+def test_built_wheel_ships_the_schema_and_runs_test_rules(tmp_path):
+    """From the wheel's own files (not the checkout): the schema is inside, a pack loads, and the built-in
+    declarative rules' examples pass against the rules shipped as tflint/_rules."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    pytest.importorskip("hatchling")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"),
+                    str(ROOT)], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("tflint-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        assert {"tflint/schema/rule.schema.json", "tflint/schema/__init__.py", "tflint/packs.py"} <= names
+        z.extractall(tmp_path / "site")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    shipped = tmp_path / "site" / "tflint" / "_rules"
+    for target in (EXAMPLE_PACK, shipped):
+        res = subprocess.run([sys.executable, "-m", "tflint", "test-rules", str(target)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert " passed" in res.stdout and "failed" not in res.stdout
