@@ -236,6 +236,28 @@ class Datasets:
             return None
         if b.kind == "param" and isinstance(b.node, cst.Param):
             return self._from_annotation(b.node.annotation)
+        if b.kind == "other" and isinstance(b.node, cst.Assign) and isinstance(b.node.value, cst.Call):
+            return self._nested_tfds_unpack(name.value, b.node)
+        return None
+
+    def _nested_tfds_unpack(self, name: str, assign: cst.Assign) -> Optional[Pipeline]:
+        """`(train, test), info = tfds.load(..., split=[...], with_info=True)`: the TFDS guide's own spelling."""
+        call = assign.value
+        q = self.names.call_name(call)
+        if q != "tensorflow_datasets.load":
+            return None
+        split = get_arg(call, "split", 1)
+        if split is None or not isinstance(split.value, (cst.List, cst.Tuple)) or not self._truthy_kw(call, "with_info"):
+            return None
+        for t in assign.targets:
+            outer = t.target
+            if isinstance(outer, (cst.Tuple, cst.List)) and outer.elements:
+                first = outer.elements[0].value
+                if isinstance(first, (cst.Tuple, cst.List)) and any(
+                    isinstance(e.value, cst.Name) and e.value.value == name and not isinstance(e, cst.StarredElement)
+                    for e in first.elements
+                ):
+                    return Pipeline([Step("source", call, q, "tfds")])
         return None
 
     def _from_annotation(self, annotation: Optional[cst.Annotation]) -> Optional[Pipeline]:

@@ -14,7 +14,7 @@ PARSE_SINGLE = frozenset({"tensorflow.io.parse_single_example", "tensorflow.comp
                           "tensorflow.compat.v1.io.parse_single_example", "tensorflow.parse_single_example"})
 BATCHING = ("batch", "padded_batch")
 # steps that may sit between the parsing map and the batch without changing the advice
-PASS_THROUGH = ("shuffle", "repeat", "cache", "prefetch", "filter", "take", "skip", "with_options", "map")
+PASS_THROUGH = ("shuffle", "repeat", "cache", "prefetch", "filter", "take", "skip", "with_options", "map", "shard")
 
 
 class PerExampleParsing(Check):
