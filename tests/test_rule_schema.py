@@ -269,3 +269,15 @@ def test_built_wheel_ships_the_schema_and_runs_test_rules(tmp_path):
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stdout + res.stderr
         assert " passed" in res.stdout and "failed" not in res.stdout
+
+
+@pytest.mark.parametrize("text,line", [
+    ("code: ACME1\nname: a\nsummary: s\nfix: safe\npattern: &p\n  - call: *p\n", 6),
+    ("code: ACME1\nname: a\nsummary: s\noptions: &o {k: *o}\nx: &a [*a]\npattern:\n  - call: a.b\n", 5),
+])
+def test_recursive_yaml_anchors_are_reported_not_looped_on(tmp_path, text, line):
+    path = tmp_path / "rule.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PackError) as info:
+        load_rule_file(path, pack=True)
+    assert str(info.value).startswith(f"{path}:{line}: ")

@@ -117,8 +117,12 @@ def _check_duplicate_keys(path: Path, node: Any) -> None:
     import yaml
 
     stack = [node]
+    seen_nodes: set[int] = set()  # aliases share nodes (and may even be recursive): visit each once
     while stack:
         n = stack.pop()
+        if id(n) in seen_nodes:
+            continue
+        seen_nodes.add(id(n))
         if isinstance(n, yaml.MappingNode):
             seen: dict[str, int] = {}
             for k, v in n.value:
@@ -212,7 +216,10 @@ def _describe(err: SchemaError, hint: Optional[str] = None) -> tuple[str, Option
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    try:
+        text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    except ValueError:  # a recursive value built with YAML anchors
+        text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
