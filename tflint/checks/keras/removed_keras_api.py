@@ -16,6 +16,10 @@ from ..declarative import DeclarativeCheck
 # `fit`'s, and Keras 3's `fit` has no queue/worker arguments.
 QUEUE_KEYWORDS = ("workers", "use_multiprocessing", "max_queue_size")
 GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_generator"})
+# Current, supported API in Keras 2 that only Keras 3 removed: silent when the file's Keras is Keras 2 (the
+# method + keyword entries, `fit(workers=...)` and `save(save_format=...)`, are of this kind too).
+KERAS3_ONLY_SYMBOLS = frozenset({"keras.losses.Reduction", "keras.backend.get_session", "keras.backend.set_session"})
+KERAS3_ONLY_PREFIXES = ("keras.optimizers.legacy.",)
 
 
 def keras_major(check) -> int:
@@ -38,10 +42,20 @@ class RemovedKerasApi(DeclarativeCheck):
     def report(self, node, message=None, **kwargs) -> None:
         if self._keras == 2 and message:
             message = (message.replace(" is removed in Keras 3", " is deprecated (removed in Keras 3)")
-                       .replace(" are removed in Keras 3", " are deprecated (removed in Keras 3)"))
+                       .replace(" are removed in Keras 3", " are deprecated (removed in Keras 3)")
+                       .replace(" is not accepted by Keras 3 optimizers", " is deprecated (Keras 3 optimizers reject it)"))
         super().report(node, message, **kwargs)
 
+    def _symbol(self, node: cst.BaseExpression) -> None:
+        if self._keras == 2:
+            q = self.names.qualified_name(node) or ""
+            if q in KERAS3_ONLY_SYMBOLS or q.startswith(KERAS3_ONLY_PREFIXES):
+                return
+        super()._symbol(node)
+
     def _report_call(self, call: cst.Call, e: dict[str, Any], what: str) -> None:
+        if self._keras == 2 and "method" in e and "keyword" in e:
+            return
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in GENERATOR_METHODS:
             positional = [a for a in call.args if a.keyword is None]

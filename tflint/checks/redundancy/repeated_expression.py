@@ -31,9 +31,44 @@ CHEAP = frozenset({
     "tensorflow.zeros_like", "tensorflow.ones_like", "tensorflow.shape_n", "tensorflow.get_static_value",
 })
 STATEFUL = ("tensorflow.Variable", "tensorflow.compat.v1.get_variable", "tensorflow.compat.v1.Variable")
+# Deterministic tensor-to-tensor ops (an allowlist: `tf.io.FixedLenFeature`, `tf.TensorSpec`, file and checkpoint
+# functions return configuration, not tensors, and random ops return a new value each call).
+PURE_OP_PREFIXES = ("tensorflow.math.", "tensorflow.linalg.", "tensorflow.signal.", "tensorflow.nn.",
+                    "tensorflow.image.", "tensorflow.sparse.", "tensorflow.experimental.numpy.")
+NOT_PURE = ("tensorflow.nn.dropout", "tensorflow.nn.experimental.", "tensorflow.image.random_",
+            "tensorflow.image.sample_distorted", "tensorflow.image.decode_", "tensorflow.image.encode_",
+            "tensorflow.nn.fractional_", "tensorflow.experimental.numpy.random", "tensorflow.nn.ctc_",
+            "tensorflow.nn.embedding_lookup", "tensorflow.nn.safe_embedding")
+PURE_TOP_LEVEL = frozenset({
+    "matmul", "einsum", "tensordot", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+    "reduce_any", "reduce_all", "reduce_logsumexp", "reduce_std", "reduce_variance", "exp", "log", "sqrt", "rsqrt",
+    "square", "pow", "abs", "sin", "cos", "tan", "tanh", "sigmoid", "maximum", "minimum", "add", "add_n",
+    "subtract", "multiply", "divide", "truediv", "realdiv", "where", "gather", "gather_nd", "concat", "stack",
+    "tile", "one_hot", "argmax", "argmin", "norm", "cumsum", "cumprod", "sort", "argsort", "boolean_mask",
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or",
+    "logical_not", "clip_by_value", "clip_by_norm", "round", "floor", "ceil", "sign", "negative", "reciprocal",
+    "pad", "reverse", "roll", "broadcast_to", "repeat", "unstack", "slice", "strided_slice", "scatter_nd",
+    "top_k", "erf", "atan2", "floordiv", "floormod", "mod", "searchsorted", "histogram_fixed_width",
+    "segment_sum", "unsorted_segment_sum", "softmax", "squared_difference", "bitcast", "linspace", "meshgrid",
+    "fill", "sequence_mask", "split", "unique", "to_float", "to_int32", "to_int64", "log_sigmoid",
+})
 CONDITIONAL = (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 OP_WORDS = {cst.Add: "plus", cst.Subtract: "minus", cst.Multiply: "times", cst.Divide: "over", cst.Power: "pow",
             cst.MatrixMultiply: "matmul", cst.FloorDivide: "floordiv", cst.Modulo: "mod"}
+
+
+def is_pure_op(q: str) -> bool:
+    """A deterministic TensorFlow op from tensors to tensors (TF 1 spellings under tf.compat.v1 included)."""
+    if q.startswith("tensorflow.compat.v1."):
+        q = "tensorflow." + q[len("tensorflow.compat.v1."):]
+    if not q.startswith("tensorflow.") or q.startswith(NOT_PURE) or q in CHEAP:
+        return q in CHEAP
+    if any(q.startswith(p) for p in IMPURE_PREFIXES) or any(q.startswith(p) for p in RANDOM_PREFIXES):
+        return False
+    if q.startswith(PURE_OP_PREFIXES):
+        return True
+    head, _, tail = q.rpartition(".")
+    return head == "tensorflow" and tail in PURE_TOP_LEVEL
 
 
 class _Occurrence:
@@ -139,9 +174,7 @@ class RepeatedTensorExpression(Check):
             return found
         if isinstance(node, cst.Call):
             q = self.sem.call_name(node)
-            if not q or not q.startswith("tensorflow.") or q.startswith(STATEFUL):
-                return None
-            if any(q.startswith(p) for p in IMPURE_PREFIXES) or any(q.startswith(p) for p in RANDOM_PREFIXES):
+            if not q or not is_pure_op(q):
                 return None
             for arg in node.args:
                 if arg.star or self._pure(arg.value, inputs) is None:
@@ -153,18 +186,14 @@ class RepeatedTensorExpression(Check):
         """Arithmetic counts as tensor work inside a TF op's arguments or on names assigned from TF ops."""
         stmt = self.index.statement_of(node)
         for a in self.index.ancestors(node):
-            if a is stmt:
-                break
-            if isinstance(a, cst.Call):
-                q = self.sem.call_name(a)
-                if q and q.startswith("tensorflow.") and q not in CHEAP:
-                    return True
-        for name in inputs:
-            b = self.index.lookup(name, node)
-            if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
-                q = self.sem.call_name(b.value)
-                if q and q.startswith("tensorflow."):
-                    return True
+            if a is stmt or isinstance(a, (cst.List, cst.Tuple, cst.Subscript)):
+                return False  # a shape or index list: Python scalars, not tensor work
+            if isinstance(a, cst.Arg):
+                call = self.index.parent(a)
+                q = self.sem.call_name(call) if isinstance(call, cst.Call) else None
+                positional = [x for x in call.args if x.keyword is None] if isinstance(call, cst.Call) else []
+                data_arg = bool(positional) and positional[0] is a or (a.keyword is not None and a.keyword.value in ("x", "input", "input_tensor", "a", "tensor"))
+                return bool(q and q not in CHEAP and is_pure_op(q) and data_arg)
         return False
 
     def _key(self, node: cst.CSTNode):

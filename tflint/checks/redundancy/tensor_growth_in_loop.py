@@ -29,8 +29,22 @@ class TensorGrowthInLoop(Check):
         if not any(isinstance(e.value, cst.Name) and e.value.value == name for e in values.value.elements):
             return
         loops = [lp for lp in self.index.enclosing_loops(node) if isinstance(lp, (cst.For, cst.While))]
-        if not loops:
+        if not loops or not self._only_grown(name, node, loops[0]):
             return
         self.report(call, f"`{name}` grows by concatenation in a loop: every iteration copies everything gathered so "
                           "far (O(n²) copies in total); append the pieces to a Python list and concatenate once after "
                           "the loop (or use `tf.TensorArray` inside a tf.function)")
+
+    def _only_grown(self, name: str, assign: cst.Assign, loop: cst.CSTNode) -> bool:
+        """`name` is an accumulator: set before the loop and, inside it, only rebound by this concatenation (a
+        U-Net style `x = concat([x, skip])` after `x = upsample(x)` transforms `x`, it does not accumulate)."""
+        scope = self.index.scope_of(assign)
+        inside = before = 0
+        for b in scope.bindings.get(name, ()):
+            if b.node is assign:
+                continue
+            if loop in self.index.ancestors(b.node) or b.node is loop:
+                inside += 1
+            elif b.order < self.index.order_of(loop):
+                before += 1
+        return inside == 0 and before > 0
