@@ -106,7 +106,7 @@ class TflintServer(LanguageServer):
         start = Path(path).parent if path else Path(self._root() or os.getcwd())
         try:
             source = self.config_file or find_pyproject(start)
-            key: tuple = (str(source), _mtime(source)) if source else ("", 0)
+            key: tuple = (str(source), _mtime(source)) if source else ("", str(start))
         except ConfigError as exc:
             key = ("error", str(exc))
             source = None
