@@ -186,8 +186,13 @@ def cmd_check(args) -> int:
             return add_noqa_stdin(data, name, settings)
         res = process_stdin(data, name, settings, fix=fix and not args.add_noqa, diff=diff)
         results = [res]
-        if fix and not diff and res.new_text is not None and not args.add_noqa:
-            sys.stdout.write(res.new_text)
+        if fix and not diff and not args.add_noqa:
+            if res.new_text is not None:
+                sys.stdout.write(res.new_text)
+            else:  # nothing fixed: echo the input unchanged (an editor replaces its buffer with this output)
+                sys.stdout.flush()
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
     else:
         if "-" in paths:
             return _error('"-" (stdin) cannot be mixed with other paths')
