@@ -190,6 +190,8 @@ def discover(paths: Iterable[str], config: Config) -> tuple[list[str], list[str]
         p = Path(raw)
         if p.is_dir():
             _walk(p, config.root, exclude_spec, add)
+        elif p.exists() and not p.is_file():
+            messages.append(f"{raw}: not a regular file (a FIFO, socket or device); skipped")
         elif p.exists() or p.is_symlink():
             add(raw)
         else:
@@ -238,6 +240,8 @@ def _walk(top: Path, root: Path, exclude_spec, add) -> None:
                 continue
             if ignored(f, False):
                 continue
+            if f.exists() and not f.is_file():
+                continue  # a FIFO, socket or device named *.py: reading it could block forever
             add(str(f))
 
 

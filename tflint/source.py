@@ -11,6 +11,7 @@ import codecs
 import io
 import os
 import re
+import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -70,6 +71,8 @@ def read_source(path: str) -> SourceFile:
         st = p.stat()
         if p.is_dir():
             raise SourceError(f"{path}: is a directory")
+        if not stat.S_ISREG(st.st_mode):  # a FIFO, socket or device would block or never end
+            raise SourceError(f"{path}: not a regular file; skipped")
         if st.st_size > MAX_BYTES:
             raise SourceError(f"{path}: file is {st.st_size // (1024 * 1024)} MiB, over the {MAX_BYTES // (1024 * 1024)} MiB limit; skipped")
         data = p.read_bytes()
