@@ -172,6 +172,14 @@ class RepeatedTensorExpression(Check):
                     return None
                 found = found or r
             return found
+        if isinstance(node, cst.Subscript):  # `x[:, None, :]`: slicing is pure
+            found = self._pure(node.value, inputs)
+            for part in self._slice_parts(node):
+                r = self._pure(part, inputs)
+                if found is None or r is None:
+                    return None
+                found = found or r
+            return found
         if isinstance(node, cst.Call):
             q = self.sem.call_name(node)
             if not q or not is_pure_op(q):
@@ -181,6 +189,16 @@ class RepeatedTensorExpression(Check):
                     return None
             return True
         return None
+
+    def _slice_parts(self, node: cst.Subscript) -> list[cst.BaseExpression]:
+        parts: list[cst.BaseExpression] = []
+        for el in node.slice:
+            sl = el.slice
+            if isinstance(sl, cst.Index):
+                parts.append(sl.value)
+            elif isinstance(sl, cst.Slice):
+                parts += [b for b in (sl.lower, sl.upper, sl.step) if b is not None]
+        return parts
 
     def _tensor_context(self, node: cst.CSTNode, inputs: set[str]) -> bool:
         """Arithmetic counts as tensor work inside a TF op's arguments or on names assigned from TF ops."""
@@ -214,6 +232,20 @@ class RepeatedTensorExpression(Check):
         if isinstance(node, (cst.Tuple, cst.List)):
             parts = tuple(self._key(e.value) for e in node.elements)
             return ("T", parts) if all(parts) else None
+        if isinstance(node, cst.Subscript):
+            inner = self._key(node.value)
+            parts = []
+            for el in node.slice:
+                sl = el.slice
+                if isinstance(sl, cst.Index):
+                    parts.append(("I", self._key(sl.value)))
+                elif isinstance(sl, cst.Slice):
+                    parts.append(("S",) + tuple(self._key(b) if b is not None else ("-",) for b in (sl.lower, sl.upper, sl.step)))
+                else:
+                    return None
+            if inner is None or any(p is None or None in p for p in parts):
+                return None
+            return ("X", inner, tuple(parts))
         if isinstance(node, cst.Call):
             q = self.sem.call_name(node)
             parts = tuple((a.keyword.value if a.keyword else None, self._key(a.value)) for a in node.args)
@@ -307,6 +339,9 @@ class RepeatedTensorExpression(Check):
 
     def _hoist(self, chain: list[_Occurrence]) -> Optional[list[NodeEdit]]:
         first = chain[0]
+        reuse = self._existing_name(chain)
+        if reuse is not None:
+            return [NodeEdit(o.node, "replace", node=cst.Name(reuse)) for o in chain[1:]]
         stmt = self.index.statement_of(first.node)
         anchor = stmt
         if isinstance(stmt, cst.BaseSmallStatement):
@@ -335,6 +370,23 @@ class RepeatedTensorExpression(Check):
         edits += [NodeEdit(o.node, "replace", node=cst.Name(name)) for o in chain]
         return edits
 
+    def _existing_name(self, chain: list[_Occurrence]) -> Optional[str]:
+        """`d = <expr>` as the first occurrence: later ones can read `d`, if it is not rebound before them."""
+        first = chain[0]
+        assign = self.index.parent(first.node)
+        if not (isinstance(assign, cst.Assign) and assign.value is first.node and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)):
+            return None
+        name = assign.targets[0].target.value
+        if name in first.inputs:
+            return None
+        scope = self.index.scope_of(assign)
+        last = chain[-1].order
+        for b in scope.bindings.get(name, ()):
+            if b.node is not assign and first.order <= b.order <= last:
+                return None
+        return name
+
     def _fresh_name(self, occ: _Occurrence) -> Optional[str]:
         node = occ.node
         base = "common"
@@ -342,7 +394,7 @@ class RepeatedTensorExpression(Check):
             func = node.func
             fname = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "value"
             first = node.args[0].value if node.args else None
-            base = f"{fname}_{first.value}" if isinstance(first, cst.Name) else fname
+            base = f"{fname}_{first.value}" if isinstance(first, cst.Name) else f"{fname}_result"
         elif isinstance(node, cst.BinaryOperation):
             left, right = node.left, node.right
             word = OP_WORDS.get(type(node.operator), "op")
