@@ -48,6 +48,20 @@ def inspect_target(payload: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+def inspect_many(payload: dict[str, Any]) -> dict[str, Any]:
+    """Several targets in one child (one TensorFlow import): {target: {"status": "ok", "report": ...} or
+    {"status": "error", "message": ...}}. Used by the tests and by callers that inspect many factories."""
+    from .child import UserCodeError
+
+    out: dict[str, Any] = {}
+    for target in payload["targets"]:
+        try:
+            out[target] = {"status": "ok", "report": inspect_target({**payload, "target": target})}
+        except UserCodeError as exc:
+            out[target] = {"status": "error", "message": exc.message, "details": exc.details}
+    return out
+
+
 def _finding(code: str, message: str, loc: Optional[tuple[str, int]], **extra: Any) -> dict[str, Any]:
     return {"code": code, "message": message, "file": loc[0] if loc else None, "line": loc[1] if loc else None,
             "extra": extra}
@@ -104,7 +118,7 @@ def inspect_function(fn, calls, opts: dict[str, Any], want_graph: bool) -> dict[
             findings.append(_finding(f.code, f.message, f.location, graph=f.graph, node=f.node,
                                      function=cf.name, **f.extra))
         entry = {
-            "name": cf.name,
+            "name": cf.name.decode() if isinstance(cf.name, bytes) else str(cf.name),
             "signature": str(getattr(cf, "structured_input_signature", "")),
             "before": G.graph_stats(before),
             "after": G.graph_stats(after),
@@ -159,7 +173,7 @@ def inspect_dataset(ds, opts: dict[str, Any], want_graph: bool) -> dict[str, Any
         "stages": [
             {"kind": s.kind, "label": s.label, "file": s.site[0] if s.site else None,
              "line": s.site[1] if s.site else None, "parallel": s.parallel, "python_ops": len(s.py_ops),
-             "source_elements_per_element": s.multiplier, "rate": s.rate, "elements": s.elements,
+             "source_elements_per_element": s.multiplier, "rate": s.rate, "effective_rate": s.effective_rate, "elements": s.elements,
              "seconds": round(s.seconds, 4), "bottleneck": bool(b and b["stage"] is s)}
             for s in stages
         ],

@@ -57,6 +57,7 @@ class Stage:
     py_ops: list[dict[str, Any]] = field(default_factory=list)  # {"op", "node", "location"}
     multiplier: float = 1.0  # source elements per element of this prefix
     rate: Optional[float] = None  # source elements per second of the prefix ending here
+    effective_rate: Optional[float] = None  # the best rate of this prefix or any longer one (see bottleneck)
     elements: int = 0
     seconds: float = 0.0
 
@@ -180,50 +181,51 @@ def chain(ds) -> list[Stage]:
 
 
 def measure(stages: list[Stage], min_seconds: float, max_elements: int, budget: float) -> float:
-    """Throughput of each prefix, counted inside the TensorFlow runtime (`Dataset.reduce` in a tf.function traced
-    once per prefix), so Python's per-element overhead does not hide the cheap stages. The rate is differential:
-    n elements are timed against 2n, which cancels the fixed cost of starting an iterator (thread pools, shuffle
-    buffers, autotuning). Returns the cost of counting itself (seconds per element, measured on an endless
-    `range`), which `bottleneck` subtracts."""
+    """Throughput of each prefix: one iterator per prefix, started and warmed up (its first elements pay for
+    thread pools, shuffle buffers and autotuning) before two timed windows of `min_seconds / 2`; the faster
+    window counts (other load on the machine only ever slows a window down). Returns the cost of pulling an
+    element itself (seconds per element, measured on an endless `range`), which `bottleneck` subtracts."""
     import tensorflow as tf
 
     deadline = time.perf_counter() + budget
     floor = Stage(tf.data.Dataset.range(1 << 62), "range", "range()", None)
-    floor_cost = 0.0
-    for st in [floor, *stages]:
-        if st.kind in ("with_options",):
+    todo = [floor, *[s for s in stages if s.kind != "with_options"]]
+    window = max(min_seconds / 2, 0.02)
+    for i, st in enumerate(todo):
+        per_stage_end = time.perf_counter() + max((deadline - time.perf_counter()) / (len(todo) - i), window)
+        it = iter(st.obj)
+        try:
+            for _ in range(2):
+                next(it)
+        except StopIteration:
+            st.elements, st.seconds, st.rate = 0, 0.0, None
             continue
-        ds = st.obj
-
-        @tf.function
-        def count(n, ds=ds):
-            return ds.take(n).reduce(tf.constant(0, tf.int64), lambda s, *_: s + 1)
-
-        def timed(n: int) -> tuple[int, float]:
-            t0 = time.perf_counter()
-            c = int(count(tf.constant(n, tf.int64)).numpy())
-            return c, time.perf_counter() - t0
-
-        timed(2)  # trace and warm up
-        n = 16
-        while True:
-            c1, t1 = timed(n)
-            if t1 >= min_seconds / 2 or c1 < n or n >= max_elements or time.perf_counter() > deadline:
+        best, total_n, total_t = None, 0, 0.0
+        for _ in range(2):
+            n, t0 = 0, time.perf_counter()
+            stop = t0 + window
+            try:
+                while n < max_elements:
+                    next(it)
+                    n += 1
+                    if n % 8 == 0 and time.perf_counter() >= stop:
+                        break
+            except StopIteration:
+                pass
+            dt = time.perf_counter() - t0
+            total_n, total_t = total_n + n, total_t + dt
+            if n and dt > 0 and (best is None or n / dt > best):
+                best = n / dt
+            if n == 0 or time.perf_counter() > per_stage_end:
                 break
-            n = min(max_elements, n * max(2, int(min_seconds / 2 / max(t1, 1e-4) * 1.2)))
-        if c1 < n or time.perf_counter() > deadline:  # exhausted (or out of time): one timing is all there is
-            st.elements, st.seconds = c1, t1
-            st.rate = (c1 * st.multiplier / t1) if t1 > 0 and c1 else None
-            continue
-        c2, t2 = timed(2 * n)
-        extra, dt = c2 - c1, t2 - t1
-        if extra <= 0 or dt <= 0:
-            extra, dt = c2, t2
-        st.elements, st.seconds = c1 + c2, t1 + t2
-        st.rate = extra * st.multiplier / dt
-    if floor.rate:
-        floor_cost = 1.0 / floor.rate
-    return floor_cost
+        st.elements, st.seconds = total_n, total_t
+        st.rate = best * st.multiplier if best else None
+    return 1.0 / floor.rate if floor.rate else 0.0
+
+
+# Stages that do no work on the elements (they only move it to another thread or select elements): never the
+# bottleneck themselves; a slowdown measured across them is the consumer's thread hand-off.
+_NO_WORK = {"prefetch", "with_options", "take", "skip", "repeat", "shard", "cache"}
 
 
 def bottleneck(
@@ -233,16 +235,26 @@ def bottleneck(
     its prefix by at least `min_ratio`×; None when no stage stands out. `floor` is the measurement's own cost
     per element (subtracted, per element of each prefix)."""
     measured = [s for s in stages if s.rate]
+    # A prefix does all the work of the shorter ones, so it cannot really be faster than they are: a shorter
+    # prefix measured slower was held back by how it was consumed (one element at a time from Python, which
+    # waits on a parallel stage's thread hand-off), and is credited with the best rate seen after it.
+    envelope = 0.0
+    for st in reversed(measured):
+        envelope = max(envelope, st.rate)
+        st.effective_rate = envelope
     best = None
     prev_cost = 0.0
     prev_rate = None
     for st in measured:
-        cost = max(1.0 / st.rate - floor / max(st.multiplier, 1.0), 1e-9)
+        if st.kind in _NO_WORK:
+            continue
+        cost = max(1.0 / st.effective_rate - floor / max(st.multiplier, 1.0), 1e-9)
         added = cost - prev_cost
-        ratio = (cost / prev_cost) if prev_cost else float("inf")
+        ratio = (prev_rate / st.effective_rate) if prev_rate else float("inf")
         if best is None or added > best["added_s"]:
-            best = {"stage": st, "added_s": added, "ratio": ratio, "rate_before": prev_rate, "rate": st.rate}
-        prev_cost, prev_rate = cost, st.rate
+            best = {"stage": st, "added_s": added, "ratio": ratio, "rate_before": prev_rate,
+                    "rate": st.effective_rate}
+        prev_cost, prev_rate = cost, st.effective_rate
     if best is None or best["added_s"] * 1e6 < min_added_us or best["ratio"] < min_ratio:
         return None
     return best

@@ -32,9 +32,13 @@ def run_inspect(args) -> int:
     graph_out: Optional[Path] = getattr(args, "graph", None)
     if graph_out is not None and graph_out.suffix.lower() not in GRAPH_SUFFIXES:
         return _error(f"--graph {graph_out}: the file name must end in .dot, .svg or .graphml")
+    try:
+        config, registry = _load_config(Path(file))
+    except Exception as exc:  # noqa: BLE001 - ConfigError / RegistryError: a usage error with its message
+        return _error(str(exc))
     result = run_in_child(
         "tflint.runtime.analyze:inspect_target",
-        {"target": target, "graph": graph_out is not None},
+        {"target": target, "graph": graph_out is not None, "options": child_options(config, registry)},
         timeout=float(getattr(args, "timeout", 300.0) or 300.0),
         cwd=os.getcwd(),
     )
@@ -43,6 +47,7 @@ def run_inspect(args) -> int:
     report: dict[str, Any] = result.value
     report["wall_s"] = round(result.wall, 3)
     findings, suppressed = to_findings(report.get("findings", []), default_file=file)
+    findings = _selected(findings, config, registry)
     if graph_out is not None:
         try:
             note = write_graph(report, graph_out)
@@ -54,6 +59,42 @@ def run_inspect(args) -> int:
     else:
         sys.stdout.write(text_report(target, report, findings, suppressed))
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+# rule option (in rules/runtime/*.yaml and [tool.tflint.rules.<name>]) -> the child's option key
+_OPTION_KEYS = {
+    ("large-graph-constant", "max-bytes"): "large_constant_bytes",
+    ("unrolled-loop-in-graph", "min-repeats"): "unroll_min_repeats",
+    ("pipeline-bottleneck", "min-added-us"): "bottleneck_min_added_us",
+    ("pipeline-bottleneck", "min-ratio"): "bottleneck_min_ratio",
+}
+
+
+def _load_config(file: Path):
+    from ..config import Config
+    from ..registry import default_registry
+
+    registry = default_registry()
+    config = Config.load(start=file.resolve().parent)
+    config.validate(registry)
+    return config, registry
+
+
+def child_options(config, registry) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for (rule, key), child_key in _OPTION_KEYS.items():
+        meta = registry.get(rule)
+        value = config.rule_options_for(rule).get(key, meta.options.get(key) if meta else None)
+        if value is not None:
+            out[child_key] = value
+    return out
+
+
+def _selected(findings: list[Finding], config, registry) -> list[Finding]:
+    """`select`/`ignore`/`per-file-ignores` of the configuration apply to runtime findings too."""
+    base = config.selected(registry) | {c for c in registry.rules if c.startswith("TFL8") and registry.get(c).default}
+    base -= set().union(*[registry.resolve(s) for s in config.ignore]) if config.ignore else set()
+    return [f for f in findings if f.code in config.codes_for(registry, f.filename, base)]
 
 
 def _error(msg: str) -> int:

@@ -340,19 +340,22 @@ class PairRunner:
                 res.equivalence = bench.compare_outputs(outs[0], outs[1], ordered=self._ordered(), rtol=rtol, atol=atol)
                 if not res.equivalence.ok:
                     return res  # no point timing a fix that computes something else
+                uses_data = self._uses_tf_data(res.kind)
+                # one budget per pair: the default measurement gets 2/3 of it when an "optimizations off" one may
+                # follow (tf.data pairs), shared by the modes; the second measurement gets what is left
+                share = (self.budget * 2 / 3 if uses_data else self.budget) / len(modes)
+                spent = 0.0
                 for i, mode in enumerate(modes):
                     if i:
-                        for w in (a, b):
-                            w.send({"cmd": "mode", "mode": mode})
-                        a.receive({"cmd": "mode"}), b.receive({"cmd": "mode"})
-                    res.measurements.append(self.measure(a, b, mode, True, self.budget))
-                first = res.measurements[0]
-                s = first.summary
-                if self._uses_tf_data(res.kind) and (s is None or s.median < bench.NOISE):
-                    for w in (a, b):
-                        w.send({"cmd": "options", "static_optimizations": False})
-                    a.receive({"cmd": "options"}), b.receive({"cmd": "options"})
-                    res.measurements.append(self.measure(a, b, modes[0], False, self.budget / 2))
+                        self._send_all(a, b, {"cmd": "mode", "mode": mode})
+                    res.measurements.append(self.measure(a, b, mode, True, share))
+                    spent += res.measurements[-1].seconds
+                s = res.measurements[0].summary
+                if uses_data and (s is None or s.median < bench.NOISE):
+                    if len(modes) > 1:
+                        self._send_all(a, b, {"cmd": "mode", "mode": modes[0]})
+                    self._send_all(a, b, {"cmd": "options", "static_optimizations": False})
+                    res.measurements.append(self.measure(a, b, modes[0], False, max(self.budget - spent, 0.0)))
             except WorkerError as exc:
                 res.status = "error"
                 res.error = str(exc)
@@ -360,6 +363,13 @@ class PairRunner:
                 a.close()
                 b.close()
         return res
+
+    @staticmethod
+    def _send_all(a: Worker, b: Worker, req: dict[str, Any]) -> None:
+        a.send(req)
+        b.send(req)
+        a.receive(req)
+        b.receive(req)
 
     def _uses_tf_data(self, kind: str) -> bool:
         return kind == "dataset" or bool(re.search(r"\bDataset\b|TFRecordDataset|TextLineDataset", self.text))

@@ -1,0 +1,332 @@
+"""`tflint inspect`: every TFL8xx finding with a factory that must produce it and one that must not, Grappler
+attribution, dataset bottleneck, error handling, output formats.
+
+The factories live in fixtures/runtime/. To keep the suite fast, all function factories are inspected in one
+child process (one TensorFlow import) and all datasets in another; the CLI is run end to end a few times.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = "fixtures/runtime"
+HAS_TF = importlib.util.find_spec("tensorflow") is not None
+needs_tf = [pytest.mark.runtime, pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")]
+
+FUNCTION_FACTORIES = [
+    "seed_sqrt", "conv_fused", "dense_unfused", "retrace_python_scalar", "no_retrace_tensor", "retrace_shape",
+    "retrace_dtype_only", "py_function_in_graph", "duplicate_matmul", "large_constant", "small_constant",
+    "unrolled", "rolled", "debug_ops", "plain_callable",
+]
+ERROR_FACTORIES = ["raises", "junk", "bad_calls", "NOT_A_FUNCTION", "missing"]
+DATASET_FACTORIES = ["slow_python_map", "cheap_pipeline"]
+
+
+def _line_of(file: str, text: str) -> int:
+    for i, line in enumerate((ROOT / FIX / file).read_text().splitlines(), start=1):
+        if text in line:
+            return i
+    raise AssertionError(f"{text!r} not in {file}")
+
+
+def _codes(report) -> list[str]:
+    return [f["code"] for f in report["findings"]]
+
+
+def _one(report, code):
+    found = [f for f in report["findings"] if f["code"] == code]
+    assert len(found) == 1, report["findings"]
+    return found[0]
+
+
+def _run_many(targets, timeout=900):
+    from tflint.runtime.child import run_in_child
+
+    r = run_in_child("tflint.runtime.analyze:inspect_many", {"targets": targets, "graph": True}, timeout=timeout,
+                     cwd=str(ROOT))
+    assert r.ok, r.describe() + "\n" + r.stderr
+    return {t.split("::")[1]: v for t, v in r.value.items()}
+
+
+@pytest.fixture(scope="module")
+def fn_reports():
+    targets = [f"{FIX}/functions.py::{n}" for n in FUNCTION_FACTORIES]
+    targets += [f"{FIX}/errors.py::{n}" for n in ERROR_FACTORIES]
+    out = _run_many(targets)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ds_reports():
+    return _run_many([f"{FIX}/datasets.py::{n}" for n in DATASET_FACTORIES])
+
+
+def report(fn_reports, name):
+    entry = fn_reports[name]
+    assert entry["status"] == "ok", entry
+    return entry["report"]
+
+
+# --- Grappler ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+class TestGrappler:
+    def test_cse_removes_the_seed_duplicate(self, fn_reports):
+        r = report(fn_reports, "seed_sqrt")
+        cf = r["concrete_functions"][0]
+        summaries = [o["summary"] for o in cf["optimizers"]]
+        cse = [s for s in summaries if s.startswith("common_subgraph_elimination")]
+        assert cse and "Pow×1" in cse[0] and "removed" in cse[0], summaries
+        assert cf["before"]["ops"]["Pow"] == 2
+        assert "Pow" not in cf["after"]["ops"]
+        assert cf["after"]["nodes"] < cf["before"]["nodes"]
+        assert "TFL803" not in _codes(r)  # Grappler removed it: nothing is left to report
+
+    def test_remapper_fuses_conv_bias_relu(self, fn_reports):
+        r = report(fn_reports, "conv_fused")
+        cf = r["concrete_functions"][0]
+        assert any(o["summary"] == "remapper fused Conv2D+BiasAdd+Relu into _FusedConv2D" for o in cf["optimizers"])
+        assert cf["after"]["ops"].get("_FusedConv2D") == 1
+        assert "Conv2D" not in cf["after"]["ops"]
+        assert "fused" in cf["changes"].values() and "removed" in cf["changes"].values()
+        assert "TFL805" not in _codes(r)
+
+    def test_python_range_unrolls_and_tf_range_does_not(self, fn_reports):
+        unrolled = report(fn_reports, "unrolled")
+        rolled = report(fn_reports, "rolled")
+        assert unrolled["concrete_functions"][0]["before"]["ops"]["Mul"] == 40
+        assert rolled["concrete_functions"][0]["before"]["ops"].get("Mul", 0) == 1
+        f = _one(unrolled, "TFL807")
+        assert f["line"] == _line_of("functions.py", "for _ in range(40)")
+        assert "40 times" in f["message"] and "TFL207" in f["message"]
+        assert "TFL807" not in _codes(rolled)
+        assert rolled["concrete_functions"][0]["before"]["functions"] >= 2  # while cond + body in the library
+
+
+# --- findings ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+class TestFindings:
+    def test_tfl801_python_scalar(self, fn_reports):
+        r = report(fn_reports, "retrace_python_scalar")
+        assert r["function"]["traces"] == 3
+        f = _one(r, "TFL801")
+        assert "`n`" in f["message"] and "Python value" in f["message"] and "TFL202" in f["message"]
+        assert f["line"] in (_line_of("functions.py", "def step"), _line_of("functions.py", "def step") - 1)
+        assert [c["call"] for c in r["function"]["retraces"]] == [2, 3]
+
+    def test_tfl801_shape(self, fn_reports):
+        f = _one(report(fn_reports, "retrace_shape"), "TFL801")
+        assert "`x` changed shape" in f["message"] and "float32[3]" in f["message"]
+
+    def test_tfl801_silent(self, fn_reports):
+        r = report(fn_reports, "no_retrace_tensor")
+        assert r["function"]["traces"] == 1 and "TFL801" not in _codes(r)
+        r = report(fn_reports, "retrace_dtype_only")  # float32 then float64: two traces, unavoidable
+        assert r["function"]["traces"] == 2 and "TFL801" not in _codes(r)
+
+    def test_tfl802(self, fn_reports):
+        f = _one(report(fn_reports, "py_function_in_graph"), "TFL802")
+        assert f["line"] == _line_of("functions.py", "tf.py_function(lambda a")
+        assert "TFL802" not in _codes(report(fn_reports, "seed_sqrt"))
+
+    def test_tfl803(self, fn_reports):
+        f = _one(report(fn_reports, "duplicate_matmul"), "TFL803")
+        assert "MatMul" in f["message"] and f["line"] == _line_of("functions.py", "tf.matmul(x, self.w) +")
+        assert "TFL803" not in _codes(report(fn_reports, "seed_sqrt"))
+
+    def test_tfl804(self, fn_reports):
+        f = _one(report(fn_reports, "large_constant"), "TFL804")
+        assert "11.0 MiB" in f["message"] and f["line"] == _line_of("functions.py", "tf.gather(TABLE")
+        assert "TFL804" not in _codes(report(fn_reports, "small_constant"))
+
+    def test_tfl805(self, fn_reports):
+        f = _one(report(fn_reports, "dense_unfused"), "TFL805")
+        assert "MatMul + AddV2 + Relu" in f["message"] and "bias_add" in f["message"]
+        assert f["line"] == _line_of("functions.py", "tf.nn.relu(tf.matmul(x, w) + b)")
+        assert "TFL805" not in _codes(report(fn_reports, "conv_fused"))
+
+    def test_tfl808(self, fn_reports):
+        r = report(fn_reports, "debug_ops")
+        found = sorted((f["line"], f["message"].split("`")[1]) for f in r["findings"] if f["code"] == "TFL808")
+        assert found == [(_line_of("functions.py", "check_numerics(x,"), "CheckNumerics"),
+                         (_line_of("functions.py", 'tf.print("x:"'), "PrintV2")]
+        assert "TFL808" not in _codes(report(fn_reports, "seed_sqrt"))
+
+    def test_plain_callable_is_wrapped(self, fn_reports):
+        r = report(fn_reports, "plain_callable")
+        assert r["function"]["wrapped"] is True and r["findings"] == []
+
+    def test_clean_functions_have_no_findings(self, fn_reports):
+        for name in ("seed_sqrt", "conv_fused", "no_retrace_tensor", "small_constant", "rolled"):
+            assert report(fn_reports, name)["findings"] == [], name
+
+
+# --- datasets ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+class TestDatasets:
+    def test_known_bottleneck(self, ds_reports):
+        r = ds_reports["slow_python_map"]["report"]
+        py_line = _line_of("datasets.py", "tf.py_function(_slow")
+        b = _one(r, "TFL806")
+        assert b["line"] == py_line
+        assert "num_parallel_calls" in b["message"] and "GIL" in b["message"]
+        assert _one(r, "TFL802")["line"] == py_line
+        kinds = [s["kind"] for s in r["stages"]]
+        assert kinds == ["range", "map", "map", "batch", "prefetch"]
+        assert [s["bottleneck"] for s in r["stages"]] == [False, False, True, False, False]
+        assert r["stages"][3]["source_elements_per_element"] == 32
+        assert r["graph"]["dataset_ops"][0] == "RangeDataset"
+
+    def test_cheap_pipeline_is_silent(self, ds_reports):
+        r = ds_reports["cheap_pipeline"]["report"]
+        assert r["findings"] == []
+        assert all(s["rate"] for s in r["stages"])
+
+
+# --- errors -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+class TestFactoryErrors:
+    def test_messages(self, fn_reports):
+        e = fn_reports["raises"]
+        assert e["status"] == "error"
+        assert e["message"] == "errors.py::raises() raised RuntimeError: the data folder is missing"
+        assert "_helper" in e["details"] and "tflint/runtime" not in e["details"]
+        assert "returned int" in fn_reports["junk"]["message"]
+        assert "(fn, str)" in fn_reports["bad_calls"]["message"]
+        assert "not a zero-argument function" in fn_reports["NOT_A_FUNCTION"]["message"]
+        assert "has no top-level `missing`" in fn_reports["missing"]["message"]
+
+
+def _cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "tflint", "inspect", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_cli_hang_is_killed_with_a_clear_message():
+    p = _cli(f"{FIX}/errors.py::hangs", "--timeout", "3")
+    assert p.returncode == 2
+    assert "did not finish within 3 s" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_cli_raise_shows_the_users_traceback_only():
+    p = _cli(f"{FIX}/errors.py::raises", "--timeout", "120")
+    assert p.returncode == 2
+    assert "raised RuntimeError: the data folder is missing" in p.stderr
+    assert "errors.py" in p.stderr and "tflint/runtime" not in p.stderr
+
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_cli_json_suppression_and_dot_graph(tmp_path):
+    out = tmp_path / "g.dot"
+    p = _cli(f"{FIX}/suppressed.py::make", "--json", "--graph", str(out))
+    assert p.returncode == 1, p.stderr
+    data = json.loads(p.stdout)
+    assert data["suppressed"] == 1
+    [f] = data["findings"]
+    assert set(f) == {"code", "name", "message", "filename", "cell", "location", "end_location", "fix", "url"}
+    assert f["code"] == "TFL808" and f["name"] == "debug-ops-in-graph" and f["fix"] is None
+    assert f["filename"] == f"{FIX}/suppressed.py"
+    assert f["location"]["row"] == _line_of("suppressed.py", 'tf.print("y"')
+    cf = data["report"]["concrete_functions"][0]
+    assert cf["after"]["ops"]["_FusedConv2D"] == 1
+    dot = out.read_text()
+    assert dot.startswith("digraph") and "_FusedConv2D" in dot and "BiasAdd+Relu" in dot
+    assert '"legend:fused"' in dot and '"legend:removed"' in dot
+
+
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_cli_text_report_for_a_dataset():
+    p = _cli(f"{FIX}/datasets.py::slow_python_map")
+    assert p.returncode == 1, p.stderr
+    assert "<- bottleneck" in p.stdout and "TFL806" in p.stdout and "TFL802" in p.stdout
+    assert "Found 2 runtime findings" in p.stdout
+
+
+# --- without TensorFlow -----------------------------------------------------------------------------------------
+
+def test_usage_errors_need_no_child(tmp_path):
+    p = _cli("no_separator.py", timeout=60)
+    assert p.returncode == 2 and "expected FILE::FACTORY" in p.stderr
+    p = _cli("does_not_exist.py::make", timeout=60)
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = _cli(f"{FIX}/errors.py::junk", "--graph", str(tmp_path / "g.png"), timeout=60)
+    assert p.returncode == 2 and ".dot, .svg or .graphml" in p.stderr
+
+
+def test_parent_never_imports_tensorflow():
+    code = ("import sys, tflint.cli, tflint.runtime.inspect, tflint.runtime.child; "
+            "assert 'tensorflow' not in sys.modules; print('ok')")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "ok", p.stderr
+
+
+SYNTHETIC = {
+    "kind": "function",
+    "concrete_functions": [{
+        "graph_before": {"nodes": [{"id": "x", "op": "Placeholder", "fused_ops": []},
+                                   {"id": "Conv2D", "op": "Conv2D", "fused_ops": []},
+                                   {"id": "Relu", "op": "Relu", "fused_ops": []}],
+                         "edges": [{"source": "x", "target": "Conv2D", "control": False},
+                                   {"source": "Conv2D", "target": "Relu", "control": False}]},
+        "graph_after": {"nodes": [{"id": "x", "op": "Placeholder", "fused_ops": []},
+                                  {"id": "Relu", "op": "_FusedConv2D", "fused_ops": ["BiasAdd", "Relu"]}],
+                        "edges": [{"source": "x", "target": "Relu", "control": False}]},
+        "changes": {"Conv2D": "removed", "Relu": "fused"},
+    }],
+}
+
+
+def test_graphml_marks_grappler_changes(tmp_path):
+    import networkx as nx
+
+    from tflint.runtime.inspect import write_graph
+
+    out = tmp_path / "g.graphml"
+    write_graph(SYNTHETIC, out)
+    g = nx.read_graphml(out)
+    assert g.nodes["Conv2D"]["status"] == "removed"
+    assert g.nodes["Relu"]["status"] == "fused" and g.nodes["Relu"]["op_after"] == "_FusedConv2D"
+    assert g.nodes["x"]["status"] == "kept"
+
+
+def test_svg_needs_graphviz_or_falls_back_to_dot(tmp_path):
+    import shutil
+
+    from tflint.runtime.inspect import write_graph
+
+    out = tmp_path / "g.svg"
+    note = write_graph(SYNTHETIC, out)
+    if shutil.which("dot"):
+        assert out.read_text().lstrip().startswith(("<?xml", "<svg")) and "SVG" in note
+    else:
+        assert (tmp_path / "g.dot").exists() and "not installed" in note
+
+
+@pytest.mark.parametrize("code", [f"TFL80{i}" for i in range(1, 9)])
+def test_rule_docs(code, capsys):
+    from tflint.cli import main
+
+    assert main(["rule", code, "--json"]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert meta["runtime"] is True and meta["fix"] == ["none"]
+    for section, text in meta["docs"].items():
+        assert text, f"{code}: empty `{section}`"
