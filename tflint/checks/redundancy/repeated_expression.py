@@ -57,10 +57,13 @@ OP_WORDS = {cst.Add: "plus", cst.Subtract: "minus", cst.Multiply: "times", cst.D
             cst.MatrixMultiply: "matmul", cst.FloorDivide: "floordiv", cst.Modulo: "mod"}
 
 
+def _v2(q: str) -> str:
+    return "tensorflow." + q[len("tensorflow.compat.v1."):] if q.startswith("tensorflow.compat.v1.") else q
+
+
 def is_pure_op(q: str) -> bool:
     """A deterministic TensorFlow op from tensors to tensors (TF 1 spellings under tf.compat.v1 included)."""
-    if q.startswith("tensorflow.compat.v1."):
-        q = "tensorflow." + q[len("tensorflow.compat.v1."):]
+    q = _v2(q)
     if not q.startswith("tensorflow.") or q.startswith(NOT_PURE) or q in CHEAP:
         return q in CHEAP
     if any(q.startswith(p) for p in IMPURE_PREFIXES) or any(q.startswith(p) for p in RANDOM_PREFIXES):
@@ -104,11 +107,42 @@ class RepeatedTensorExpression(Check):
             chain = self._chain(group)
             if len(chain) < 2:
                 continue
-            if self.functions.in_tf_function(chain[1].node) != self.in_function:
+            if self._runs_as_graph(chain[1].node) != self.in_function:
                 continue
             for o in chain:
                 reported.add(id(o.node))
             self._report(chain)
+
+    def _runs_as_graph(self, node: cst.CSTNode) -> bool:
+        """Inside a tf.function, a method of a Keras layer/model (Keras traces `call`), or a function mapped over
+        a tf.data dataset in this file (and the same-file helpers it calls): Grappler sees those graphs."""
+        if self.functions.in_tf_function(node):
+            return True
+        cls = self.index.enclosing_class(node)
+        if cls is not None and self.functions.is_keras_class(cls):
+            return True
+        if not hasattr(self, "_mapped"):
+            self._mapped: set[int] = set()
+            work = []
+            for call in self.index.nodes(cst.Call):
+                fn_expr = self.datasets.mapped_function(call)
+                if fn_expr is not None and self.datasets.is_dataset(call.func.value):
+                    fn = self.functions.resolve_callable(fn_expr)
+                    if fn is not None:
+                        work.append((fn, 0))
+            while work:
+                fn, depth = work.pop()
+                if id(fn) in self._mapped:
+                    continue
+                self._mapped.add(id(fn))
+                if depth < 2:
+                    work += [(c, depth + 1) for c in self.functions.callees(fn)]
+        child = node
+        for a in self.index.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda)) and child is a.body and id(a) in self._mapped:
+                return True
+            child = a
+        return False
 
     # -- candidates ---------------------------------------------------------------------------------------
     def _occurrence(self, node: cst.BaseExpression) -> Optional[_Occurrence]:
@@ -133,7 +167,7 @@ class RepeatedTensorExpression(Check):
             return None
         if not has_tf and not self._tensor_context(node, inputs):
             return None
-        if isinstance(node, cst.Call) and self.sem.call_name(node) in CHEAP:
+        if isinstance(node, cst.Call) and _v2(self.sem.call_name(node) or "") in CHEAP:
             return None
         return _Occurrence(node, owner, self.index.order_of(node), inputs)
 
