@@ -114,16 +114,23 @@ def process_text(
     result.new_text = new_text
     if source is not None and write_roots is not None and not _inside_roots(path, write_roots):
         result.messages.append(f"{path}: not fixed: it resolves (through a symlink) outside the paths given")
-        result.fixed = 0
-        result.fixed_by_code = {}
-        return result
+        return _not_written(result, text, path, settings)
     if source is not None and source.raw:
         try:
             write_atomic(path, source.encode(new_text), expected=source.raw)
         except (SourceError, OSError) as exc:
             result.messages.append(str(exc))
-            result.fixed = 0
-            result.fixed_by_code = {}
+            return _not_written(result, text, path, settings)
+    return result
+
+
+def _not_written(result: FileResult, text: str, path: str, settings: Settings) -> FileResult:
+    """The fix was computed but not written: nothing was fixed and the file's findings are those of its text."""
+    result.fixed = 0
+    result.fixed_by_code = {}
+    result.new_text = None
+    res = check_file_text(text, path, settings)
+    result.findings = res.findings
     return result
 
 
