@@ -297,7 +297,7 @@ class Polymorphism:
         body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else [fn.body]
         returned = False
         for stmt in body:
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
                 for small in stmt.body:
                     if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
                         continue  # docstring

@@ -67,8 +67,9 @@ class PythonGeneratorInput(Check):
         -> `(xs, ys)`; `for x in xs: yield x` -> `xs`. None for anything else."""
         if not isinstance(fn, cst.FunctionDef) or not isinstance(fn.body, cst.IndentedBlock):
             return None
-        if list(fn.params.params) or fn.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) \
-                and isinstance(fn.params.star_arg, cst.Param):
+        params = fn.params
+        if params.params or params.posonly_params or params.kwonly_params or params.star_kwarg is not None \
+                or isinstance(params.star_arg, cst.Param):
             return None
         body = [s for s in fn.body.body if not _is_docstring(s)]
         if len(body) != 1 or not isinstance(body[0], cst.For) or body[0].orelse is not None:
