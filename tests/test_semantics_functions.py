@@ -326,6 +326,9 @@ def test_python_numbers_and_loop_indices():
     ("tensorflow.executing_eagerly", False), ("tensorflow.TensorShape", False), ("keras.ops.mean", True),
     ("tensorflow.config.list_physical_devices", False), ("tensorflow.io.gfile.exists", False),
     ("tensorflow.io.parse_example", True), (None, False),
+    ("tensorflow.compat.v1.executing_eagerly_outside_functions", False), ("keras.backend.is_tpu_strategy", False),
+    ("keras.backend.floatx", False), ("keras.backend.mean", True), ("tensorflow.math.is_nan", True),
+    ("tensorflow.debugging.is_numeric_tensor", False), ("tensorflow.compat.v1.is_nan", True),
 ])
 def test_is_tf_op(q, expected):
     assert is_tf_op(q) is expected

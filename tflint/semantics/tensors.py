@@ -28,8 +28,24 @@ _TENSOR_MODULES = (
     "tensorflow.math.", "tensorflow.linalg.", "tensorflow.nn.", "tensorflow.image.", "tensorflow.random.",
     "tensorflow.strings.", "tensorflow.signal.", "tensorflow.sparse.", "tensorflow.ragged.", "tensorflow.bitwise.",
     "tensorflow.audio.", "tensorflow.experimental.numpy.", "tensorflow.raw_ops.", "keras.ops.",
-    "keras.backend.", "tensorflow.compat.v1.math.", "tensorflow.compat.v1.nn.",
+    "tensorflow.compat.v1.math.", "tensorflow.compat.v1.nn.",
 )
+# `keras.backend` (tf.keras 2's `K`) mixes tensor ops with Python helpers (`is_tpu_strategy`, `floatx`, ...): only
+# these are tensor ops.
+_KERAS_BACKEND_OPS = frozenset({
+    "sum", "mean", "max", "min", "prod", "square", "sqrt", "exp", "log", "abs", "dot", "batch_dot", "cast",
+    "clip", "concatenate", "reshape", "stack", "expand_dims", "squeeze", "transpose", "softmax", "relu", "sigmoid",
+    "tanh", "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy", "equal",
+    "not_equal", "greater", "greater_equal", "less", "less_equal", "maximum", "minimum", "pow", "argmax",
+    "argmin", "gather", "zeros_like", "ones_like", "random_normal", "random_uniform", "l2_normalize", "all", "any",
+    "cumsum", "flatten", "batch_flatten", "tile", "repeat", "switch", "shape", "round", "sign", "std", "var",
+})
+# Predicates and getters whose names say they answer in Python (`executing_eagerly_outside_functions`,
+# `is_tensor`, `get_seed`): not tensor ops, except these elementwise predicates.
+_PYTHON_ANSWER_PREFIXES = ("executing_eagerly", "is_", "inside_", "in_", "get_", "has_", "enable_", "disable_",
+                           "set_", "list_", "experimental_")
+_TENSOR_PREDICATES = frozenset({"is_nan", "is_inf", "is_finite", "is_non_decreasing", "is_strictly_increasing",
+                                "is_variable_initialized"})
 _TENSOR_IO = frozenset({
     "tensorflow.io.parse_example", "tensorflow.io.parse_single_example", "tensorflow.io.decode_raw",
     "tensorflow.io.decode_image", "tensorflow.io.decode_jpeg", "tensorflow.io.decode_png", "tensorflow.io.read_file",
@@ -76,6 +92,11 @@ def is_tf_op(q: Optional[str]) -> bool:
     """True for a qualified name of a TensorFlow/Keras function that returns tensors."""
     if not q:
         return False
+    last = q.rsplit(".", 1)[-1]
+    if last.startswith(_PYTHON_ANSWER_PREFIXES) and last not in _TENSOR_PREDICATES:
+        return False
+    if q.startswith("keras.backend."):
+        return q.count(".") == 2 and last in _KERAS_BACKEND_OPS
     if q.startswith(_TENSOR_MODULES) or q in _TENSOR_IO:
         return True
     if q.startswith("tensorflow.") and q.count(".") == 1:
