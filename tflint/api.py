@@ -182,7 +182,7 @@ def discover(paths: Iterable[str], config: Config) -> tuple[list[str], list[str]
     import pathspec
 
     excludes = [*config.exclude, *config.extend_exclude]
-    exclude_spec = pathspec.PathSpec.from_lines("gitwildmatch", excludes)
+    exclude_spec = pathspec.GitIgnoreSpec.from_lines(excludes)
     out: list[str] = []
     messages: list[str] = []
     seen: set[str] = set()
@@ -258,7 +258,7 @@ def _gitignore(d: Path):
     gi = d / ".gitignore"
     if gi.is_file():
         try:
-            return pathspec.PathSpec.from_lines("gitwildmatch", gi.read_text(encoding="utf-8", errors="replace").splitlines())
+            return pathspec.GitIgnoreSpec.from_lines(gi.read_text(encoding="utf-8", errors="replace").splitlines())
         except Exception:
             return None
     return None
