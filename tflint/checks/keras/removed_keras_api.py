@@ -43,7 +43,8 @@ class RemovedKerasApi(DeclarativeCheck):
         if self._keras == 2 and message:
             message = (message.replace(" is removed in Keras 3", " is deprecated (removed in Keras 3)")
                        .replace(" are removed in Keras 3", " are deprecated (removed in Keras 3)")
-                       .replace(" is not accepted by Keras 3 optimizers", " is deprecated (Keras 3 optimizers reject it)"))
+                       .replace(' is not accepted by Keras 3 optimizers ("Argument(s) not recognized")',
+                                " is deprecated (Keras 3 optimizers reject it)"))
         super().report(node, message, **kwargs)
 
     def _symbol(self, node: cst.BaseExpression) -> None:

@@ -245,7 +245,7 @@ class RepeatedTensorExpression(Check):
                 q = self.sem.call_name(call) if isinstance(call, cst.Call) else None
                 positional = [x for x in call.args if x.keyword is None] if isinstance(call, cst.Call) else []
                 data_arg = bool(positional) and positional[0] is a or (a.keyword is not None and a.keyword.value in ("x", "input", "input_tensor", "a", "tensor"))
-                return bool(q and q not in CHEAP and is_pure_op(q) and data_arg)
+                return bool(q and _v2(q) not in CHEAP and is_pure_op(q) and data_arg)
         return False
 
     def _key(self, node: cst.CSTNode):
@@ -329,6 +329,19 @@ class RepeatedTensorExpression(Check):
                     return False
                 if any(lp in self.index.ancestors(b.node) or lp is b.node for lp in loops_second):
                     return False
+        # item or attribute assignments between the two (`features["ids"] = ...`, `self.x = ...`)
+        for typ in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+            for stmt in self.index.nodes(typ):
+                o = self.index.order_of(stmt)
+                if not (first.order <= o < second.order) or first.order == second.order:
+                    continue
+                targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+                for t in targets:
+                    root = t
+                    while isinstance(root, (cst.Subscript, cst.Attribute)):
+                        root = root.value
+                    if root is not t and isinstance(root, cst.Name) and root.value in first.inputs:
+                        return False
         # calls between the two that may mutate an input
         for call in self.index.nodes(cst.Call):
             o = self.index.order_of(call)
