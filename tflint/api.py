@@ -179,10 +179,8 @@ def process_stdin(data: bytes, filename: str, settings: Settings, fix: bool, dif
 def discover(paths: Iterable[str], config: Config) -> tuple[list[str], list[str]]:
     """(files to check, messages). Folders are walked respecting .gitignore files and `exclude`; files named
     explicitly are always checked. Symlinked folders are not followed (no loops)."""
-    import pathspec
-
     excludes = [*config.exclude, *config.extend_exclude]
-    exclude_spec = pathspec.GitIgnoreSpec.from_lines(excludes)
+    exclude_spec = None  # built on the first folder: a pre-commit run names files only and never needs it
     out: list[str] = []
     messages: list[str] = []
     seen: set[str] = set()
@@ -196,6 +194,10 @@ def discover(paths: Iterable[str], config: Config) -> tuple[list[str], list[str]
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
+            if exclude_spec is None:
+                import pathspec
+
+                exclude_spec = pathspec.GitIgnoreSpec.from_lines(excludes)
             _walk(p, config.root, exclude_spec, add)
         elif p.exists() and not p.is_file():
             messages.append(f"{raw}: not a regular file (a FIFO, socket or device); skipped")
