@@ -207,6 +207,9 @@ def check_text(text: str, path: str, settings: Settings) -> CheckResult:
         return CheckResult([guard] if SYNTAX_ERROR in codes else [])
     module, error = _parse(text, path)
     if module is None:
+        # CPython's parser places the error where the user made it (libcst's native parser often points a line
+        # or more later); keep libcst's report when CPython accepts the text (syntax newer than this Python's)
+        error = _quick_syntax_check(text, path) or error
         return CheckResult([error] if SYNTAX_ERROR in codes and error else [])
     return _check_module(text, path, module, settings, codes)
 

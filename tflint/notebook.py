@@ -16,8 +16,12 @@ from .findings import Edit, Finding, Fix, Position
 
 MARKER = "# <tflint-cell>"
 _MAGIC_LINE = re.compile(r"^(\s*)([%!].*|.*\?\??\s*)$")
-_MAGIC_RESTORE = re.compile(r"^(\s*)pass  # tflint-magic: ?(.*)$")
+_MAGIC_RESTORE = re.compile(r"^(\s*)pass  # tflint-magic(-raw)?: ?(.*)$")
+# IPython help: `obj?`, `obj.attr??`, `?obj` (not any line ending in `?`, which may be inside a string)
+_HELP = re.compile(r"^\s*(\?\??[\w.*\[\]]+|[A-Za-z_*][\w.*\[\]()]*\?\??)\s*$")
 _AUTOCALL = re.compile(r"^(\s*)(/\w)")
+# `files = !ls`, `t = %timeit -o f()`: IPython assignment magics
+_ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")
 
 
 class NotebookError(Exception):
@@ -65,6 +69,10 @@ class Notebook:
         for k, (first, last) in enumerate(self.cell_rows):
             if first <= row <= last:
                 return self.code_cells[k] + 1, row - first + 1
+        # the separator row after a cell (a syntax error found at the end of a cell): that cell's last row
+        for k, (first, last) in reversed(list(enumerate(self.cell_rows))):
+            if row > last:
+                return self.code_cells[k] + 1, last - first + 1
         return None, row
 
     def map_finding(self, f: Finding) -> Finding:
@@ -92,17 +100,35 @@ class Notebook:
         )
 
 
+def _is_magic(ln: str) -> bool:
+    stripped = ln.strip()
+    if not stripped or stripped.startswith("#"):
+        return False
+    return stripped[0] in "%!" or bool(_HELP.match(ln)) or bool(_ASSIGN_MAGIC.match(ln))
+
+
 def _mask_magics(src: str) -> str:
     lines = src.split("\n")
     if lines and lines[0].lstrip().startswith("%%"):
         return "\n".join(f"pass  # tflint-magic: {ln}" if ln.strip() else ln for ln in lines)
     out = []
+    prev_indent, prev_opens = "", False  # the last code line's indentation, and whether it opens a block
     for ln in lines:
-        m = _MAGIC_LINE.match(ln)
-        if m and ln.strip() and not ln.lstrip().startswith("#") and (ln.lstrip()[0] in "%!" or ln.rstrip().endswith("?")):
-            out.append(f"{m.group(1)}pass  # tflint-magic: {ln[len(m.group(1)):]}")
+        if _is_magic(ln):
+            indent = ln[: len(ln) - len(ln.lstrip())]
+            if not prev_opens and len(indent) > len(prev_indent):
+                # indented deeper than the code around it (IPython allows this): an inert line that still parses,
+                # with the whole original line kept for the write-back
+                out.append(f"{prev_indent}pass  # tflint-magic-raw: {ln}")
+                indent = prev_indent
+            else:
+                out.append(f"{indent}pass  # tflint-magic: {ln[len(indent):]}")
+            prev_indent, prev_opens = indent, False
         else:
             out.append(ln)
+            code = ln.split("#", 1)[0].rstrip()
+            if code:
+                prev_indent, prev_opens = ln[: len(ln) - len(ln.lstrip())], code.endswith(":")
     return "\n".join(out)
 
 
@@ -110,7 +136,10 @@ def _unmask_magics(src: str) -> str:
     out = []
     for ln in src.split("\n"):
         m = _MAGIC_RESTORE.match(ln)
-        out.append(m.group(1) + m.group(2) if m else ln)
+        if m is None:
+            out.append(ln)
+        else:
+            out.append(m.group(3) if m.group(2) else m.group(1) + m.group(3))
     return "\n".join(out)
 
 
