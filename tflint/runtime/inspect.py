@@ -318,15 +318,19 @@ def build_nx(report: dict[str, Any]):
     changes = cf.get("changes", {})
     for part in ("graph_before", "graph_after"):
         for n in cf.get(part, {}).get("nodes", []):
+            label = n["op"] + (f"\n+{'+'.join(n['fused_ops'])}" if n.get("fused_ops") else "")
             if n["id"] in g:
                 if part == "graph_after":
-                    g.nodes[n["id"]]["op_after"] = n["op"]
+                    node = g.nodes[n["id"]]
+                    node["op_after"] = n["op"]
+                    if n["op"] != node["op"]:
+                        node["label"] = f"{n['id']}\n{node['op']} -> {label}".replace(f"{n['id']}\n{n['id']} ->", f"{n['id']} ->")
                 continue
-            label = n["op"] + (f"\n+{'+'.join(n['fused_ops'])}" if n.get("fused_ops") else "")
             status = changes.get(n["id"], "kept")
             if n["op"] in ("EagerPyFunc", "PyFunc", "PyFuncStateless"):
                 status = "python"
-            g.add_node(n["id"], label=f"{n['id']}\n{label}", op=n["op"], status=status, graph=n.get("graph", ""))
+            title = n["id"] if n["id"] == n["op"] else f"{n['id']}\n{label}"
+            g.add_node(n["id"], label=title, op=n["op"], status=status, graph=n.get("graph", ""))
         for e in cf.get(part, {}).get("edges", []):
             if not g.has_edge(e["source"], e["target"]):
                 g.add_edge(e["source"], e["target"], control=bool(e["control"]))
