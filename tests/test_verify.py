@@ -226,13 +226,40 @@ def test_the_fixed_side_is_tflints_own_fix(tmp_path):
 def test_a_manual_fix_is_used_only_without_an_automatic_one(tmp_path):
     from tflint.config import Config
 
-    text = PAIR.replace("ds.map(lambda x: x * 2)", "ds.map(lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE)")
-    text += "\n\ndef make_fixed():\n    return tf.data.Dataset.range(10).map(lambda x: x * 2, num_parallel_calls=2)\n"
+    # TFL203 function-created-in-loop fires and has no automatic fix
+    text = textwrap.dedent(
+        """\
+        import tensorflow as tf
+
+        def make():
+            def run():
+                for _ in range(3):
+                    double = tf.function(lambda t: t * 2)
+                    double(tf.constant(1.0))
+            return run, ()
+
+        def make_fixed():
+            double = tf.function(lambda t: t * 2)
+            def run():
+                for _ in range(3):
+                    double(tf.constant(1.0))
+            return run, ()
+        """
+    )
     f = tmp_path / "pair.py"
     f.write_text(text)
-    variants, _, _ = plan_variants(Target(f, "make", ["TFL101"]), text, default_registry(), Config())
-    assert [(v.fix, v.factory) for v in variants] == [("manual", "make_fixed")]
+    reg = default_registry()
+    variants, fired, _ = plan_variants(Target(f, "make", ["TFL203"]), text, reg, Config())
+    assert fired == ["TFL203"]
+    assert [(v.fix, v.factory, v.codes) for v in variants] == [("manual", "make_fixed", ["TFL203"])]
     assert variants[0].text == text
+    # with an automatic fix, the manual one is ignored
+    fixable = PAIR + "\n\ndef make_fixed():\n    return tf.data.Dataset.range(10)\n"
+    variants, _, _ = plan_variants(Target(f, "make", ["TFL101"]), fixable, reg, Config())
+    assert [(v.fix, v.factory) for v in variants] == [("tflint", "make")]
+    # and a manual fix is not verified when no selected rule fires at all
+    quiet = "import tensorflow as tf\n\ndef make():\n    return tf.data.Dataset.range(3)\n\ndef make_fixed():\n    return tf.data.Dataset.range(3)\n"
+    assert plan_variants(Target(f, "make", ["TFL101"]), quiet, reg, Config())[0] == []
 
 
 def test_nothing_to_verify_without_a_fix(tmp_path):
@@ -260,6 +287,21 @@ def test_a_folder_selects_each_pairs_rule_by_file_name(tmp_path):
     assert [(t.path.name, t.codes) for t in targets] == [("map-without-parallel-calls.py", ["TFL101"]), ("other.py", None)]
     with pytest.raises(ValueError):
         discover(str(tmp_path / "other.py"), [], default_registry())
+
+
+def test_a_pair_names_its_rule_and_is_pending_while_that_rule_is_missing(tmp_path):
+    from tflint.config import Config
+
+    named = PAIR.replace('{"mode": "cold", "rtol": 1e-4}', '{"rule": "TFL101"}')
+    (tmp_path / "x.py").write_text(named)
+    (t,) = discover(f"{tmp_path / 'x.py'}::make", [], default_registry())
+    assert t.codes == ["TFL101"] and t.missing == []
+    unknown = PAIR.replace('{"mode": "cold", "rtol": 1e-4}', '{"rule": "TFL999"}')
+    (tmp_path / "map-without-parallel-calls.py").write_text(unknown)
+    (tmp_path / "x.py").unlink()
+    (t,) = discover(str(tmp_path), [], default_registry())
+    assert t.codes == [] and t.missing == ["TFL999"]
+    assert plan_variants(t, unknown, default_registry(), Config()) == ([], [], [])
 
 
 def test_every_bench_rule_has_a_pair():

@@ -182,6 +182,7 @@ class Target:
     path: Path
     factory: str
     codes: Optional[list[str]]  # rules selected (None: the configured selection)
+    missing: list[str] = field(default_factory=list)  # rules the pair names that this tflint does not know
 
 
 def module_options(text: str) -> dict[str, Any]:
@@ -214,7 +215,7 @@ def discover(target: str, rule_args: list[str], registry) -> list[Target]:
             raise ValueError(f"{file}: no such file")
         if not name.isidentifier():
             raise ValueError(f"expected FILE::FACTORY, got {target!r}")
-        return [Target(path, name, _resolve_codes(rule_args, registry))]
+        return [_target(path, name, path.read_text(encoding="utf-8"), rule_args, registry, folder=False)]
     path = Path(target)
     if path.is_file():
         raise ValueError(f"expected FILE::FACTORY (e.g. {target}::{DEFAULT_FACTORY}) or a folder of bench pairs")
@@ -227,13 +228,27 @@ def discover(target: str, rule_args: list[str], registry) -> list[Target]:
         text = f.read_text(encoding="utf-8")
         if not has_function(text, DEFAULT_FACTORY):
             continue
-        codes = _resolve_codes(rule_args, registry)
-        if codes is None and registry.get(f.stem) is not None:
-            codes = [registry.get(f.stem).code]
-        out.append(Target(f, DEFAULT_FACTORY, codes))
+        out.append(_target(f, DEFAULT_FACTORY, text, rule_args, registry, folder=True))
     if not out:
         raise ValueError(f"{target}: no bench pairs (files with a top-level `def {DEFAULT_FACTORY}()`)")
     return out
+
+
+def _target(path: Path, factory: str, text: str, rule_args: list[str], registry, folder: bool) -> Target:
+    """The rules a pair verifies: --rule, else the module's `__tflint_verify__["rule"]`, else (in a folder) the
+    rule the file is named after, else the configured selection."""
+    codes = _resolve_codes(rule_args, registry)
+    if codes is not None:
+        return Target(path, factory, codes)
+    named = module_options(text).get("rule")
+    if named:
+        named = [named] if isinstance(named, str) else list(named)
+        known = [n for n in named if registry.is_known(n)]
+        missing = [n for n in named if not registry.is_known(n)]
+        return Target(path, factory, _resolve_codes(known, registry) or [], missing)
+    if folder and registry.get(path.stem) is not None:
+        return Target(path, factory, [registry.get(path.stem).code])
+    return Target(path, factory, None)
 
 
 def _resolve_codes(rule_args: list[str], registry) -> Optional[list[str]]:
@@ -258,6 +273,8 @@ def plan_variants(t: Target, text: str, registry, config) -> tuple[list[Variant]
     """The fixed versions to verify, the codes that fire in the file, and messages (refused fixes ...)."""
     from ..engine import Settings, check_text, fix_text
 
+    if t.codes == []:
+        return [], [], []
     settings = Settings.create(registry, config, select=t.codes, unsafe_fixes=True)
     path = str(t.path)
     fired = sorted({f.code for f in check_text(text, path, settings).findings if f.code in settings.selected})
@@ -272,9 +289,8 @@ def plan_variants(t: Target, text: str, registry, config) -> tuple[list[Variant]
                 variants.append(Variant([code], one.text, t.factory, "tflint", one.applied))
     if applied:
         variants.append(Variant(applied, result.text, t.factory, "tflint", result.applied))
-    elif has_function(text, t.factory + "_fixed"):
-        codes = fired or list(t.codes or [])
-        variants.append(Variant(codes, text, t.factory + "_fixed", "manual", 0))
+    elif fired and has_function(text, t.factory + "_fixed"):
+        variants.append(Variant(fired, text, t.factory + "_fixed", "manual", 0))
     return variants, fired, messages
 
 
@@ -355,7 +371,7 @@ class PairRunner:
                     if len(modes) > 1:
                         self._send_all(a, b, {"cmd": "mode", "mode": modes[0]})
                     self._send_all(a, b, {"cmd": "options", "static_optimizations": False})
-                    res.measurements.append(self.measure(a, b, modes[0], False, max(self.budget - spent, 0.0)))
+                    res.measurements.append(self.measure(a, b, modes[0], False, max(self.budget - spent, self.budget / 4)))
             except WorkerError as exc:
                 res.status = "error"
                 res.error = str(exc)
@@ -391,7 +407,7 @@ class PairRunner:
             n = len(m.pairs)
             if n >= bench.MIN_PAIRS and elapsed + last_pair > budget:
                 break
-            if n < bench.MIN_PAIRS and n and elapsed + last_pair > 3 * budget:
+            if n < bench.MIN_PAIRS and n and elapsed + last_pair > max(3 * budget, self.budget):
                 break  # a pair so slow that even the minimum does not fit: inconclusive
             t0 = time.monotonic()
             order = ((a, runs_a, 0), (b, runs_b, 1)) if n % 2 == 0 else ((b, runs_b, 1), (a, runs_a, 0))
@@ -487,6 +503,9 @@ def render_table(results: list[VariantResult], pending: list[tuple[Target, list[
         if r.note:
             notes.append(f"{where}: {r.note}")
     for t, fired in pending:
+        if t.missing:
+            notes.append(f"{t.path.name}::{t.factory}: pending: {', '.join(t.missing)} is not a rule of this tflint yet")
+            continue
         what = (f"{', '.join(fired)} fires but offers no applicable fix and there is no `{t.factory}_fixed`" if fired
                 else f"no selected rule fires{' (' + ', '.join(t.codes) + ')' if t.codes else ''}: pending")
         notes.append(f"{t.path.name}::{t.factory}: {what}")
@@ -553,7 +572,8 @@ def run_verify(args) -> int:
         print(f"tflint: warning: {m}", file=sys.stderr)
     if args.json:
         out = {"results": [r.to_json() for r in results],
-               "pending": [{"file": str(t.path), "factory": t.factory, "rules": t.codes, "fired": fired}
+               "pending": [{"file": str(t.path), "factory": t.factory, "rules": t.codes, "missing": t.missing,
+                            "fired": fired}
                            for t, fired in pending],
                "settings": {"min_pairs": bench.MIN_PAIRS, "min_trial_s": bench.MIN_TRIAL_S, "noise": bench.NOISE,
                             "alpha": bench.ALPHA, "budget_s": budget, "timeout_s": args.timeout}}
