@@ -155,13 +155,18 @@ def run_calls(fn, calls: list[tuple[tuple, dict]]) -> TraceResult:
     def_loc = None
     try:
         src_file = inspect.getsourcefile(inspect.unwrap(py))
-        _, line = inspect.getsourcelines(inspect.unwrap(py))
+        lines, line = inspect.getsourcelines(inspect.unwrap(py))
+        for offset, text in enumerate(lines):  # point at the `def`, not at its decorators
+            if text.lstrip().startswith(("def ", "async def ")):
+                line += offset
+                break
         if src_file:
             def_loc = (str(Path(src_file).resolve()), line)
     except (OSError, TypeError):
         pass
     result = TraceResult(fn, name, wrapped, len(calls), 0, def_location=def_loc)
     traced_calls: list[dict[str, tuple]] = []
+    traces = 0
     seen_concrete: set[str] = set()
     for i, (args, kwargs) in enumerate(calls, start=1):
         before = fn.experimental_get_tracing_count()
@@ -178,10 +183,11 @@ def run_calls(fn, calls: list[tuple[tuple, dict]]) -> TraceResult:
             seen_concrete.add(cf.name)
             result.concrete.append(cf)
         if after > before:
+            traces += after - before
             if traced_calls:
                 result.causes.append(_cause(i, traced_calls, bound))
             traced_calls.append(bound)
-    result.traces = fn.experimental_get_tracing_count()
+    result.traces = traces
     return result
 
 
