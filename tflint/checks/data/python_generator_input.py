@@ -43,6 +43,7 @@ class PythonGeneratorInput(Check):
                    "be parallelized, serialized or distributed, and often dominates the input time")
         gen_arg = get_arg(node, "generator", 0)
         fn = self.functions.resolve_callable(gen_arg.value) if gen_arg is not None else None
+        self._per_element = None
         slices = self._array_walk(fn) if fn is not None and get_arg(node, "args", 3) is None else None
         if slices is None:
             self.report(node, message, start_node=self._start(node))
@@ -54,6 +55,22 @@ class PythonGeneratorInput(Check):
         # keep the call's own layout (and any comment after its opening parenthesis)
         replacement = node.with_changes(func=func.with_changes(attr=cst.Name("from_tensor_slices")),
                                         args=[cst.Arg(cst.parse_expression(slices))])
+        if self._per_element is not None:
+            # the generator walks arrays but computes each element in Python: shown, never applied, because that
+            # computation has to become TensorFlow ops before it can run inside `map`
+            targets, expr = self._per_element
+            try:
+                mapped = cst.parse_expression(f"lambda {targets}: {expr}")
+            except Exception:
+                self.report(node, message, start_node=self._start(node))
+                return
+            replacement = cst.Call(func=cst.Attribute(value=replacement, attr=cst.Name("map")), args=[cst.Arg(mapped)])
+            self.report(node, message + "; this generator walks in-memory arrays and computes each element in "
+                        "Python: slice the arrays and express that computation as a `map` of TensorFlow ops",
+                        start_node=self._start(node), replacement=replacement,
+                        fix_message=f"Use `from_tensor_slices({slices}).map(...)` (rewrite the lambda with TF ops)",
+                        applicability=Applicability.DISPLAY)
+            return
         self.report(node, message + "; this generator only walks in-memory arrays: use `from_tensor_slices`",
                     start_node=self._start(node), replacement=replacement,
                     fix_message=f"Use `from_tensor_slices({slices})`", applicability=Applicability.UNSAFE)
@@ -92,9 +109,12 @@ class PythonGeneratorInput(Check):
             if any(a.star or a.keyword for a in it.args) or not all(self._free_sequence(s, fn) for s in seqs):
                 return None
             targets = _names(loop.target)
-            if targets is None or len(targets) != len(seqs) or _names(yielded) != targets:
+            if targets is None or len(targets) != len(seqs):
                 return None
-            return "(" + ", ".join(code(s) for s in seqs) + ("," if len(seqs) == 1 else "") + ")"
+            slices = "(" + ", ".join(code(s) for s in seqs) + ("," if len(seqs) == 1 else "") + ")"
+            if _names(yielded) != targets:
+                self._per_element = (", ".join(targets), _element_code(code, yielded))
+            return slices
         # for i in range(len(xs)): yield xs[i], ys[i]
         if (isinstance(it, cst.Call) and self.sem.call_name(it) == "builtins.range" and len(it.args) == 1
                 and isinstance(it.args[0].value, cst.Call) and self.sem.call_name(it.args[0].value) == "builtins.len"
@@ -114,9 +134,10 @@ class PythonGeneratorInput(Check):
                 return seqs[0]
             return "(" + ", ".join(seqs) + ("," if len(seqs) == 1 else "") + ")"
         # for x in xs: yield x
-        if isinstance(loop.target, cst.Name) and isinstance(yielded, cst.Name) and yielded.value == loop.target.value:
-            if self._free_sequence(it, fn):
-                return code(it)
+        if isinstance(loop.target, cst.Name) and self._free_sequence(it, fn):
+            if not (isinstance(yielded, cst.Name) and yielded.value == loop.target.value):
+                self._per_element = (loop.target.value, _element_code(code, yielded))
+            return code(it)
         return None
 
     def _free_sequence(self, expr: cst.BaseExpression, fn) -> bool:
@@ -190,3 +211,11 @@ def _names(t: cst.BaseExpression) -> Optional[tuple[str, ...]]:
                                         for e in t.elements):
         return tuple(e.value.value for e in t.elements)
     return None
+
+
+def _element_code(code, yielded: cst.BaseExpression) -> str:
+    """The yielded expression as a lambda body (a bare tuple needs its parentheses there)."""
+    text = code(yielded)
+    if isinstance(yielded, cst.Tuple) and not yielded.lpar:
+        return f"({text})"
+    return text
