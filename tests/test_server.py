@@ -139,9 +139,9 @@ class LspClient:
 
         return self.wait_for("textDocument/publishDiagnostics", pred, start=start)["diagnostics"]
 
-    def initialize(self, root: Path, **init_options: Any) -> dict:
+    def initialize(self, root: Path, encodings: tuple[str, ...] = ("utf-16",), **init_options: Any) -> dict:
         caps = {
-            "general": {"positionEncodings": ["utf-16"]},
+            "general": {"positionEncodings": list(encodings)},
             "textDocument": {
                 "synchronization": {"didSave": True, "dynamicRegistration": False},
                 "publishDiagnostics": {"versionSupport": True},
@@ -542,3 +542,19 @@ def test_server_never_imports_tensorflow(workspace, tmp_path):
         assert c.close() == 0
     assert Path(str(mark) + ".loaded").exists()
     assert not mark.exists(), mark.read_text()
+
+
+def test_utf32_encoding_and_crlf_line_endings(client, workspace):
+    """A client that offers only UTF-32 gets code-point columns; CRLF files keep their line numbers."""
+    result = client.initialize(workspace, encodings=("utf-32",))
+    assert result["capabilities"]["positionEncoding"] == "utf-32"
+    text = PIPELINE.replace("\n", "\r\n")
+    uri = open_doc(client, workspace / "train.py", text)
+    diags = client.diagnostics(uri, version=1)
+    d101 = next(d for d in diags if d["code"] == "TFL101")
+    assert d101["range"]["start"] == {"line": 2, "character": 44}  # code points: the emoji counts once
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": d101["range"], "context": {"diagnostics": [d101]}})
+    edit = next(a for a in actions if a["title"].startswith("TFL101:"))["edit"]["changes"][uri][0]
+    line = PIPELINE.split("\n")[2]
+    assert edit["range"]["start"] == {"line": 2, "character": len(line) - 1}  # before `)`, in code points
