@@ -14,7 +14,13 @@ import pytest
 from tflint.registry import Registry, RuleMeta, default_registry
 from tflint.runtime import bench
 from tflint.runtime.bench import FASTER, INCONCLUSIVE, SAME, SLOWER
-from tflint.runtime.verify import Target, discover, module_options, order_changing, plan_variants
+from tflint.runtime.verify import (
+    Target,
+    discover,
+    module_options,
+    order_changing,
+    plan_variants,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 

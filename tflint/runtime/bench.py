@@ -616,7 +616,7 @@ class Worker:
     _buf: bytes = b""
     device: dict[str, Any] = field(default_factory=dict)
 
-    def start(self) -> "Worker":
+    def start(self) -> Worker:
         self.log = tempfile.TemporaryFile(mode="w+b")
         from .child import child_env
 

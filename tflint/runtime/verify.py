@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from . import bench
-from .bench import FASTER, INCONCLUSIVE, SAME, SLOWER, Worker, WorkerError
+from .bench import SLOWER, Worker, WorkerError
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 DEFAULT_FACTORY = "make"
@@ -202,7 +202,7 @@ def module_options(text: str) -> dict[str, Any]:
 
 
 def has_function(text: str, name: str) -> bool:
-    return re.search(rf"^def {re.escape(name)}\s*\(", text, re.M) is not None
+    return re.search(rf"^def {re.escape(name)}\s*\(", text, re.MULTILINE) is not None
 
 
 def discover(target: str, rule_args: list[str], registry) -> list[Target]:
