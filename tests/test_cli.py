@@ -21,7 +21,8 @@ CLEAN = "import tensorflow as tf\nds = tf.data.Dataset.range(3).map(lambda x: x 
 def run_tflint(*args, cwd=None, stdin: bytes | str | None = None, env=None, timeout=120) -> subprocess.CompletedProcess:
     """Run `python -m tflint ARGS` in a subprocess; text stdout/stderr."""
     e = dict(os.environ)
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    # no empty entry: an empty PYTHONPATH component means the working directory
+    e["PYTHONPATH"] = os.pathsep.join(x for x in [str(ROOT), *e.get("PYTHONPATH", "").split(os.pathsep)] if x)
     e.pop("FORCE_COLOR", None)
     e["NO_COLOR"] = "1"
     e.update(env or {})
