@@ -122,6 +122,8 @@ class Datasets:
         self.functions = functions
         self.extra_sources = frozenset(extra_sources)
         self._memo: dict[int, Optional[Pipeline]] = {}
+        self._self_attrs: dict[tuple[int, str], Optional[cst.BaseExpression]] = {}
+        self._param_memo: dict[tuple[int, str], Optional[Pipeline]] = {}
         self._active: set[int] = set()
 
     def is_dataset(self, expr: cst.BaseExpression) -> bool:
@@ -154,6 +156,9 @@ class Datasets:
             return self._through_user_function(expr)
         if isinstance(expr, cst.Name):
             return self._through_name(expr)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            value = self._self_attribute(expr)
+            return self.pipeline(value) if value is not None else None
         if isinstance(expr, cst.Subscript):
             # tfds.load(name) without split returns a dict of Datasets
             value = expr.value
@@ -235,6 +240,8 @@ class Datasets:
                 return self.pipeline(els[b.index].value)
             return None
         if b.kind == "param" and isinstance(b.node, cst.Param):
+            if b.node.annotation is None:
+                return self._from_callers(b.node, b.scope)
             return self._from_annotation(b.node.annotation)
         if b.kind == "other" and isinstance(b.node, cst.Assign) and isinstance(b.node.value, cst.Call):
             return self._nested_tfds_unpack(name.value, b.node)
@@ -259,6 +266,54 @@ class Datasets:
                 ):
                     return Pipeline([Step("source", call, q, "tfds")])
         return None
+
+    def _self_attribute(self, attr: cst.Attribute) -> Optional[cst.BaseExpression]:
+        """`self.x` -> the value of the one `self.x = ...` assignment in the enclosing class (None when there are
+        several, or none)."""
+        cls = self.index.enclosing_class(attr)
+        if cls is None:
+            return None
+        key = (id(cls), attr.attr.value)
+        if key not in self._self_attrs:
+            found = []
+            for node in self.index.nodes(cst.Assign) + self.index.nodes(cst.AnnAssign) + self.index.nodes(cst.AugAssign):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for t in targets:
+                    if (isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self"
+                            and t.attr.value == attr.attr.value and self.index.enclosing_class(node) is cls):
+                        found.append(node.value if not isinstance(node, cst.AugAssign) else None)
+            self._self_attrs[key] = found[0] if len(found) == 1 else None
+        return self._self_attrs[key]
+
+    def _from_callers(self, param: cst.Param, fn) -> Optional[Pipeline]:
+        """An unannotated parameter of a same-file function (not a method) that every call site in the file passes a
+        traced Dataset: a dataset of unknown upstream (kind `param`), like an annotated one."""
+        if not isinstance(fn, cst.FunctionDef) or isinstance(self.index.parent(self.index.parent(fn) or fn), cst.ClassDef):
+            return None
+        key = (id(fn), param.name.value)
+        if key in self._param_memo:
+            return self._param_memo[key]
+        self._param_memo[key] = None  # a recursive call through this parameter proves nothing
+        positional = list(fn.params.posonly_params) + list(fn.params.params)
+        pos = next((i for i, p in enumerate(positional) if p is param), None)
+        name = param.name.value
+        sites = 0
+        result: Optional[Pipeline] = None
+        for call in self.index.nodes(cst.Call):
+            if not (isinstance(call.func, cst.Name) and call.func.value == fn.name.value):
+                continue
+            if self.functions.resolve_callable(call.func) is not fn:
+                continue
+            if any(a.star for a in call.args):
+                return None
+            arg = get_arg(call, name, pos)
+            if arg is None or self.pipeline(arg.value) is None:
+                return None
+            sites += 1
+        if sites:
+            result = Pipeline([Step("source", None, None, "param")])
+        self._param_memo[key] = result
+        return result
 
     def _from_annotation(self, annotation: Optional[cst.Annotation]) -> Optional[Pipeline]:
         if annotation is None:
