@@ -286,7 +286,11 @@ def _materialize(ctx: FileContext, directives: list[Directive], codes: set[str])
         )
     if UNUSED_SUPPRESSION in codes:
         meta = registry.rules[UNUSED_SUPPRESSION]
-        for d, unused in supp.unused(registry.is_known):
+        def judged(selector: str) -> bool:
+            # only codes this run checks: a suppression for a rule that is not selected may still be needed
+            return registry.is_known(selector) and bool(supp.resolve(selector) & codes)
+
+        for d, unused in supp.unused(judged):
             findings.append(_unused_finding(ctx, meta, d, unused, lines))
     findings.sort(key=lambda f: f.sort_key)
     return _dedupe(findings)
