@@ -15,7 +15,7 @@ DEFAULTS = {
     "unroll_min_repeats": 10,
     "bottleneck_min_added_us": 50.0,
     "bottleneck_min_ratio": 1.5,
-    "measure_min_seconds": 0.2,
+    "measure_min_seconds": 0.45,
     "measure_max_elements": 1 << 20,
     "measure_budget": 20.0,
 }

@@ -200,6 +200,16 @@ def user_traceback(exc: BaseException, user_file: Optional[Path] = None) -> str:
     return "\n".join(lines)
 
 
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message, shortened (TensorFlow's messages can run to pages; the whole
+    message is in the traceback in `details`)."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else ""
+    if len(line) > limit:
+        line = line[: limit - 1] + "…"
+    return line + (" …" if len(text.splitlines()) > 1 else "")
+
+
 def import_user_file(path: Path):
     """Import FILE as a module named after it, with its folder on sys.path (as `python FILE` would have)."""
     import importlib.util
@@ -218,7 +228,7 @@ def import_user_file(path: Path):
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - any error in user code is the user's to see
         raise UserCodeError(
-            f"{path.name}: importing the file raised {type(exc).__name__}: {exc}", user_traceback(exc)
+            f"{path.name}: importing the file raised {type(exc).__name__}: {first_line(exc)}", user_traceback(exc)
         ) from None
     return module
 
@@ -248,7 +258,7 @@ def load_factory(target: str) -> FactoryResult:
         value = factory()
     except Exception as exc:  # noqa: BLE001
         raise UserCodeError(
-            f"{path.name}::{name}() raised {type(exc).__name__}: {exc}", user_traceback(exc)
+            f"{path.name}::{name}() raised {type(exc).__name__}: {first_line(exc)}", user_traceback(exc)
         ) from None
     result = classify(value, f"{path.name}::{name}()")
     result.module = module

@@ -176,13 +176,26 @@ def chain(ds) -> list[Stage]:
         elif kind == "unbatch":
             mult = 1.0  # todo: the unbatched size is not known statically; assume it undoes the last batch
         st.multiplier = mult
+        prev = stages[-1] if stages else None
+        if (kind == "flat_map" and prev is not None and prev.kind == "from_tensors" and prev.site == st.site
+                and "flat_map_fn" in st.label and st.py_ops):
+            st.kind, st.label = "from_generator", "from_generator()"
+            stages.pop()
         stages.append(st)
     return stages
 
 
+def _iteration_error(st: Stage, exc: BaseException):
+    from .child import UserCodeError, first_line, user_traceback
+
+    where = f" (created at line {st.site[1]})" if st.site else ""
+    return UserCodeError(f"iterating the pipeline up to `{st.label}`{where} raised {type(exc).__name__}: "
+                         f"{first_line(exc)}", user_traceback(exc))
+
+
 def measure(stages: list[Stage], min_seconds: float, max_elements: int, budget: float) -> float:
     """Throughput of each prefix: one iterator per prefix, started and warmed up (its first elements pay for
-    thread pools, shuffle buffers and autotuning) before two timed windows of `min_seconds / 2`; the faster
+    thread pools, shuffle buffers and autotuning) before three timed windows of `min_seconds / 3`; the fastest
     window counts (other load on the machine only ever slows a window down). Returns the cost of pulling an
     element itself (seconds per element, measured on an endless `range`), which `bottleneck` subtracts."""
     import tensorflow as tf
@@ -190,18 +203,20 @@ def measure(stages: list[Stage], min_seconds: float, max_elements: int, budget: 
     deadline = time.perf_counter() + budget
     floor = Stage(tf.data.Dataset.range(1 << 62), "range", "range()", None)
     todo = [floor, *[s for s in stages if s.kind != "with_options"]]
-    window = max(min_seconds / 2, 0.02)
+    window = max(min_seconds / 3, 0.02)
     for i, st in enumerate(todo):
         per_stage_end = time.perf_counter() + max((deadline - time.perf_counter()) / (len(todo) - i), window)
-        it = iter(st.obj)
         try:
+            it = iter(st.obj)
             for _ in range(2):
                 next(it)
         except StopIteration:
             st.elements, st.seconds, st.rate = 0, 0.0, None
             continue
+        except Exception as exc:  # noqa: BLE001 - the user's pipeline failed while running
+            raise _iteration_error(st, exc) from None
         best, total_n, total_t = None, 0, 0.0
-        for _ in range(2):
+        for _ in range(3):
             n, t0 = 0, time.perf_counter()
             stop = t0 + window
             try:
@@ -212,6 +227,8 @@ def measure(stages: list[Stage], min_seconds: float, max_elements: int, budget: 
                         break
             except StopIteration:
                 pass
+            except Exception as exc:  # noqa: BLE001
+                raise _iteration_error(st, exc) from None
             dt = time.perf_counter() - t0
             total_n, total_t = total_n + n, total_t + dt
             if n and dt > 0 and (best is None or n / dt > best):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .child import UserCodeError, user_traceback
+from .child import UserCodeError, first_line, user_traceback
 
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 _TFLINT_DIR = str(Path(__file__).resolve().parent.parent)
@@ -143,11 +143,12 @@ def run_calls(fn, calls: list[tuple[tuple, dict]]) -> TraceResult:
     import tensorflow as tf
 
     wrapped = False
+    original = fn
     if not hasattr(fn, "get_concrete_function") or not hasattr(fn, "experimental_get_tracing_count"):
         fn = tf.function(fn)
         wrapped = True
     py = getattr(fn, "python_function", fn)
-    name = getattr(py, "__qualname__", None) or getattr(fn, "__name__", "fn")
+    name = getattr(original if wrapped else py, "__qualname__", None) or type(original).__name__
     try:
         sig = inspect.signature(py)
     except (TypeError, ValueError):
@@ -175,7 +176,7 @@ def run_calls(fn, calls: list[tuple[tuple, dict]]) -> TraceResult:
             cf = fn.get_concrete_function(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001
             raise UserCodeError(
-                f"calling `{name}` (call {i} of {len(calls)}) raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                f"calling `{name}` (call {i} of {len(calls)}) raised {type(exc).__name__}: {first_line(exc)}",
                 user_traceback(exc)) from None
         after = fn.experimental_get_tracing_count()
         bound = _bind(sig, args, kwargs)
