@@ -267,6 +267,24 @@ class Datasets:
                     return Pipeline([Step("source", call, q, "tfds")])
         return None
 
+    def _instance_method(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """`Loader(...).dataset` or `loader.dataset` with `loader = Loader(...)`, `Loader` a same-file class: the
+        method's def (looked up in the class body only, not in bases)."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        obj = func.value
+        if isinstance(obj, cst.Name):
+            b = self.index.lookup(obj.value, obj)
+            if b is None or b.kind not in ("assign", "annassign") or not isinstance(b.value, cst.Call):
+                return None
+            obj = b.value
+        if not isinstance(obj, cst.Call) or not isinstance(obj.func, cst.Name):
+            return None
+        b = self.index.lookup(obj.func.value, obj.func)
+        if b is None or b.kind != "class" or not isinstance(b.node, cst.ClassDef):
+            return None
+        return self.functions.method(b.node, func.attr.value)
+
     def _self_attribute(self, attr: cst.Attribute) -> Optional[cst.BaseExpression]:
         """`self.x` -> the value of the one `self.x = ...` assignment in the enclosing class (None when there are
         several, or none)."""
@@ -325,6 +343,8 @@ class Datasets:
 
     def _through_user_function(self, call: cst.Call) -> Optional[Pipeline]:
         fn = self.functions.resolve_callable(call.func)
+        if fn is None:
+            fn = self._instance_method(call.func)
         if fn is None:
             return None
         if isinstance(fn, cst.Lambda):
