@@ -26,6 +26,8 @@ class VariableCreatedInFunction(Check):
         fn = graph_function(self, node)
         if fn is None or self._guarded(node, fn):
             return
+        if self.functions.tf_function_reason(fn) == "dataset-fn" and not what.startswith("`tf.Variable"):
+            return  # tf.data traces its function once: a stateless layer built there is built once
         self.report(node, f"{what} created inside a graph function: a tf.function may create variables only on its "
                           "first trace (later traces raise), and a new object per call is never the one you train; "
                           "create it once outside (in `__init__`/`build`, or under an `if self.x is None:` guard)")
