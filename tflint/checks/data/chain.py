@@ -169,7 +169,7 @@ RANDOM_LAYERS = frozenset({"AugMix", "RandAugment", "CutMix", "MixUp", "Gaussian
 def _is_random_name(q: Optional[str]) -> bool:
     if not q:
         return False
-    if "stateless" in q:
+    if "stateless" in q or q.endswith(".set_seed"):
         return False
     if any(q.startswith(p) for p in RANDOM_PREFIXES):
         return True
@@ -391,6 +391,8 @@ class Polymorphism:
 
     def _call(self, call: cst.Call, local: set[str], depth: int) -> bool:
         q = self.sem.call_name(call)
+        if q in ("tensorflow.where", "tensorflow.compat.v1.where") and len(call.args) != 3:
+            return False  # tf.where(cond) returns coordinates, not an element-wise result
         if q in ELEMENTWISE:
             return self._args_ok(call, local, depth)
         if q in NEGATIVE_AXIS:
