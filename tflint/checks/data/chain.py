@@ -367,7 +367,7 @@ class Polymorphism:
             return isinstance(e.operator, _OK_BINOPS) and self.expr(e.left, local, depth) and self.expr(e.right, local, depth)
         if isinstance(e, cst.Comparison):
             ok_ops = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
-            return self.expr(e.left, local, depth) and all(
+            return len(e.comparisons) == 1 and self.expr(e.left, local, depth) and all(
                 isinstance(c.operator, ok_ops) and self.expr(c.comparator, local, depth) for c in e.comparisons)
         if isinstance(e, cst.UnaryOperation):
             return isinstance(e.operator, (cst.Minus, cst.Plus)) and self.expr(e.expression, local, depth)
