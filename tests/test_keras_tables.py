@@ -100,7 +100,7 @@ def resolve(qualified: str):
     for part in rest.split("."):
         try:
             obj = getattr(obj, part)
-        except Exception:  # AttributeError, or a lazy module that fails to import
+        except Exception:  # noqa: BLE001  (AttributeError, or a lazy module that fails to import)
             return None
     return obj
 

@@ -23,7 +23,7 @@ NOT_DISTRIBUTING = frozenset({"tensorflow.distribute.OneDeviceStrategy", "tensor
 
 def is_strategy_constructor(sem: Semantics, call: cst.Call) -> Optional[str]:
     q = sem.call_name(call)
-    if q and (q.startswith("tensorflow.distribute.") or q.startswith("tensorflow.compat.v1.distribute.")) \
+    if q and q.startswith(("tensorflow.distribute.", "tensorflow.compat.v1.distribute.")) \
             and q.endswith("Strategy") and q not in NOT_DISTRIBUTING:
         return q
     return None

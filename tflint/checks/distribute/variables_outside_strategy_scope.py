@@ -25,7 +25,7 @@ class VariablesOutsideStrategyScope(Check):
         q = self.sem.call_name(call)
         if q in VARIABLES:
             return "a `tf.Variable`"
-        if q and (q.startswith("keras.optimizers.") or q.startswith("keras.metrics.")):
+        if q and q.startswith(("keras.optimizers.", "keras.metrics.")):
             tail = q.rsplit(".", 1)[-1]
             if tail[:1].isupper() and tail not in ("Optimizer", "Metric"):
                 return f"the {'optimizer' if 'optimizers' in q else 'metric'} `{tail}`"

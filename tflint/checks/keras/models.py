@@ -158,3 +158,13 @@ def model_call_args(call: cst.Call, kind: str) -> Optional[cst.Arg]:
     if kind == "functional":
         return get_arg(call, "outputs", 1)
     return None
+
+
+def keras_major(index, target_version: tuple[int, int]) -> int:
+    """3 when the file's Keras is Keras 3: the target is TF >= 2.16 (where `tf.keras` is Keras 3) and the file
+    does not import `tf_keras` (Keras 2 as a package)."""
+    for bindings in index.scopes[id(index.module)].bindings.values():
+        for b in bindings:
+            if b.kind == "import" and b.qualified and b.qualified.split(".")[0] == "tf_keras":
+                return 2
+    return 3 if target_version >= (2, 16) else 2

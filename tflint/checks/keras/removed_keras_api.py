@@ -11,6 +11,7 @@ import libcst as cst
 
 from ...semantics import get_arg
 from ..declarative import DeclarativeCheck
+from .models import keras_major
 
 # `fit_generator(generator, steps_per_epoch, epochs, ...)`: its positional parameters after the first are not
 # `fit`'s, and Keras 3's `fit` has no queue/worker arguments.
@@ -22,22 +23,12 @@ KERAS3_ONLY_SYMBOLS = frozenset({"keras.losses.Reduction", "keras.backend.get_se
 KERAS3_ONLY_PREFIXES = ("keras.optimizers.legacy.",)
 
 
-def keras_major(check) -> int:
-    """3 when the file's Keras is Keras 3: the target is TF ≥ 2.16 and the file does not import `tf_keras`
-    (Keras 2 as a package)."""
-    for bindings in check.index.scopes[id(check.index.module)].bindings.values():
-        for b in bindings:
-            if b.kind == "import" and b.qualified and b.qualified.split(".")[0] == "tf_keras":
-                return 2
-    return 3 if check.target_version >= (2, 16) else 2
-
-
 class RemovedKerasApi(DeclarativeCheck):
     code = "TFL302"
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)
-        self._keras = keras_major(self)
+        self._keras = keras_major(self.index, self.target_version)
 
     def report(self, node, message=None, **kwargs) -> None:
         if self._keras == 2 and message:

@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ...semantics import NOT_LITERAL, Semantics, get_arg, literal_value
+from ...semantics import Semantics, get_arg, literal_value
 
 SET_POLICY = frozenset({
     "keras.mixed_precision.set_global_policy", "keras.mixed_precision.experimental.set_policy",
@@ -77,7 +77,7 @@ class Policies:
                 self.sets.append(PolicySet(call, policy_value(sem, arg.value) if arg is not None else None))
 
     @classmethod
-    def of(cls, sem: Semantics) -> "Policies":
+    def of(cls, sem: Semantics) -> Policies:
         cached = getattr(sem, "_tflint_policies", None)
         if cached is None:
             cached = cls(sem)

@@ -13,7 +13,7 @@ from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import NodeEdit
 from ..declarative import DeclarativeCheck
-from ..keras.removed_keras_api import keras_major
+from ..keras.models import keras_major
 
 
 class RemovedLossScaleApi(DeclarativeCheck):
@@ -21,7 +21,7 @@ class RemovedLossScaleApi(DeclarativeCheck):
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)
-        self._keras3 = keras_major(self) == 3
+        self._keras3 = keras_major(self.index, self.target_version) == 3
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._keras3:

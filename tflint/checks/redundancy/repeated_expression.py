@@ -18,7 +18,7 @@ from typing import Optional
 import libcst as cst
 
 from ...findings import Applicability
-from ...semantics import literal_value, NOT_LITERAL
+from ...semantics import NOT_LITERAL, literal_value
 from ..base import Check, NodeEdit
 from ..common import IMPURE_PREFIXES, RANDOM_PREFIXES
 
@@ -75,7 +75,7 @@ def is_pure_op(q: str) -> bool:
 
 
 class _Occurrence:
-    __slots__ = ("node", "owner", "order", "inputs")
+    __slots__ = ("inputs", "node", "order", "owner")
 
     def __init__(self, node, owner, order, inputs) -> None:
         self.node = node
