@@ -217,7 +217,7 @@ def test_tf_shaped_programs(text):
     check_properties(text)
 
 
-@settings(max_examples=EXAMPLES or 15)
+@settings(max_examples=EXAMPLES or 8)
 @given(tf_programs(), st.sampled_from(["2.3", "2.10", "2.15", "2.21"]))
 def test_tf_shaped_programs_other_targets(text, version):
     from tflint.config import Config, parse_version
