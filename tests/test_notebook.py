@@ -178,3 +178,13 @@ def test_magics_and_question_marks_round_trip_through_fix(tmp_path):
     res = process_path(str(f), default_settings(select=["TFL001", "TFL101"]), fix=True)
     assert res.fixed == 1 and not res.messages
     assert "".join(json.loads(f.read_text())["cells"][0]["source"]) == cell.replace(MAP_LINE, FIXED_LINE)
+
+
+def test_crlf_notebook_keeps_crlf(tmp_path):
+    raw = nb_json("import tensorflow as tf\n" + MAP_LINE + "\nx = 1").replace("\n", "\r\n")
+    f = tmp_path / "n.ipynb"
+    f.write_bytes(raw.encode())
+    assert process_path(str(f), default_settings(select=["TFL101"]), fix=True).fixed == 1
+    out = f.read_bytes()
+    assert out.count(b"\n") == out.count(b"\r\n")  # no bare LF in the rewritten cell
+    assert out.decode() == raw.replace(MAP_LINE, FIXED_LINE)

@@ -184,7 +184,8 @@ def _encode_source(text: str, was_list: bool, indent: str, old: str) -> str:
     if "\n" not in old:
         return "[" + ", ".join(items) + "]"
     closing_indent = indent[:-len(_step(old, indent))] if _step(old, indent) else indent
-    return "[\n" + ",\n".join(indent + it for it in items) + "\n" + closing_indent + "]"
+    nl = "\r\n" if "\r\n" in old else "\n"  # the notebook file's own line ending
+    return "[" + nl + ("," + nl).join(indent + it for it in items) + nl + closing_indent + "]"
 
 
 def _step(old: str, indent: str) -> str:
