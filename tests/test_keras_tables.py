@@ -88,7 +88,6 @@ OLD_STATUS = {
     "tensorflow.distribute.Strategy.experimental_make_numpy_dataset": "compat.v1",
     "tensorflow.distribute.experimental.TPUStrategy": "present",
     "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy": "present",
-    "tensorflow.distribute.experimental.ParameterServerStrategy": "present",
     "tensorflow.distribute.experimental.CollectiveCommunication": "present",
 }
 
@@ -182,8 +181,3 @@ def test_every_recorded_name_is_in_a_table():
         if "method" in e and "keyword" not in e:
             named.update(f"{METHOD_OWNERS[code]}.{m}" for m in _names(e["method"]))
     assert sorted(set(OLD_STATUS) - named) == []
-
-
-def test_parameter_server_rename_is_the_same_class():
-    # TFL504 calls this rename safe because both names are one class object
-    assert tf.distribute.experimental.ParameterServerStrategy is tf.distribute.ParameterServerStrategy
