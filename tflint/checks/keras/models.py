@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ...semantics import Semantics, get_arg
+from ...semantics import Semantics
 
 MODEL_CONSTRUCTORS = frozenset({
     "keras.Sequential", "keras.models.Sequential", "keras.Model", "keras.models.Model",
@@ -150,14 +150,6 @@ def resolve_value(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> c
         expr = b.value
         depth += 1
     return expr
-
-
-def model_call_args(call: cst.Call, kind: str) -> Optional[cst.Arg]:
-    if kind == "sequential":
-        return get_arg(call, "layers", 0)
-    if kind == "functional":
-        return get_arg(call, "outputs", 1)
-    return None
 
 
 def keras_major(index, target_version: tuple[int, int]) -> int:
