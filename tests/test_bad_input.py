@@ -235,3 +235,29 @@ def test_fifo_named_py_does_not_hang(tmp_path):
     p = run_tflint("check", "--select", "TFL101", ".", cwd=tmp_path, timeout=60)
     no_traceback(p)
     assert "good.py" in p.stdout
+
+
+USER_CODE = """
+import os, signal, time
+def hang():
+    time.sleep(1000)
+def crash():
+    os.kill(os.getpid(), signal.SIGSEGV)
+def boom():
+    raise RuntimeError("user bug")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.parametrize("factory, needle", [("hang", "did not finish within"), ("crash", "SIGSEGV"),
+                                             ("boom", "RuntimeError: user bug")])
+def test_runtime_user_code_crash_or_hang_is_reported(tmp_path, factory, needle):
+    """inspect runs user code only in a child with a time limit: a hang or a crash of that code is reported about
+    the code (exit 2), tflint itself survives."""
+    pytest.importorskip("tensorflow")
+    (tmp_path / "user.py").write_text(USER_CODE)
+    p = run_tflint("inspect", f"user.py::{factory}", "--timeout", "30", cwd=tmp_path, timeout=300)
+    assert p.returncode == 2
+    assert f"user.py::{factory}" in p.stderr and needle in p.stderr
+    assert 'File "/' not in p.stderr.replace('File "' + str(tmp_path), "")  # no tflint-internal traceback
