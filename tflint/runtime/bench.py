@@ -422,7 +422,9 @@ class _Side:
         mod.__file__ = os.path.abspath(path)
         sys.modules["tflint_verify_target"] = mod
         _seed_everything(seed)
-        exec(compile(text, os.path.abspath(path), "exec"), mod.__dict__)
+        # compiled under the file that holds exactly this text: AutoGraph and `inspect` re-read a function's source
+        # from its code object's file, so the fixed side must not point at the original file
+        exec(compile(text, os.path.abspath(source_file), "exec"), mod.__dict__)
         self.module = mod
         fn = getattr(mod, factory, None)
         if not callable(fn):

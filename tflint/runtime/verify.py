@@ -152,7 +152,8 @@ class VariantResult:
     def failed(self) -> bool:
         if self.equivalence is not None and not self.equivalence.ok:
             return True
-        return any(m.verdict == SLOWER for m in self.measurements if m.static_optimizations)
+        # the first measurement (the defaults, the first mode) decides; the others are shown, not judged
+        return self.primary is not None and self.primary.verdict == SLOWER
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -328,8 +329,13 @@ class PairRunner:
         rtol = float(self.opts.get("rtol", bench.DEFAULT_RTOL))
         atol = float(self.opts.get("atol", bench.DEFAULT_ATOL))
         with tempfile.TemporaryDirectory(prefix="tflint-verify-") as tmp:
-            src_a, src_b = Path(tmp) / "before.py", Path(tmp) / "after.py"
-            src_a.write_text(self.text, encoding="utf-8")
+            # each side is compiled under a file holding exactly its text (AutoGraph re-reads sources): the
+            # original under its own path, the fixed text under a temporary `<name>.tflint-fixed.py`
+            src_a = self.t.path.resolve()
+            if src_a.read_text(encoding="utf-8") != self.text:  # edited meanwhile: use what was fixed
+                src_a = Path(tmp) / f"{self.t.path.stem}.tflint-original.py"
+                src_a.write_text(self.text, encoding="utf-8")
+            src_b = Path(tmp) / f"{self.t.path.stem}.tflint-fixed.py"
             src_b.write_text(self.v.text, encoding="utf-8")
             a = Worker("original", self.timeout)
             b = Worker("fixed", self.timeout)
