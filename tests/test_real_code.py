@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,8 +82,9 @@ def test_real_code(tmp_path, package):
     # 2. fix a copy with unsafe fixes
     fixed_dir = tmp_path / "fixed"
     shutil.copytree(src, fixed_dir)
-    p = run_tflint("check", *common, "--fix", "--unsafe-fixes", "--exit-zero", "--statistics", "fixed",
-                   cwd=tmp_path, timeout=3600)
+    p = run_tflint("check", *common, "--fix", "--unsafe-fixes", "--exit-zero", "fixed", cwd=tmp_path, timeout=3600)
+    m = re.search(r"Fixed (\d+) error", p.stderr)
+    fixes_applied = int(m.group(1)) if m else 0
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr, p.stderr[-3000:]
     assert "refused" not in p.stderr and "did not converge" not in p.stderr, p.stderr[-3000:]
     changed = []
@@ -94,6 +96,7 @@ def test_real_code(tmp_path, package):
             if f in compiled_before and not _compiles(g):
                 broken.append(str(g.relative_to(fixed_dir)))
     assert broken == [], broken
+    assert (fixes_applied > 0) == bool(changed)
 
     # 3. a second run finds nothing more to fix
     p = run_tflint("check", *common, "--unsafe-fixes", "--diff", "fixed", cwd=tmp_path, timeout=3600)
@@ -102,7 +105,7 @@ def test_real_code(tmp_path, package):
 
     figures = {
         "package": whl.name, "files": len(files), "compiling_before": len(compiled_before), "findings": len(findings),
-        "by_code": dict(sorted(by_code.items())), "fixable_findings": fixable, "files_changed_by_fix": len(changed),
+        "by_code": dict(sorted(by_code.items())), "fixable_findings": fixable, "fixes_applied": fixes_applied, "files_changed_by_fix": len(changed),
         "fixed_files_failing_to_compile": len(broken),
     }
     print(json.dumps(figures, indent=1))
