@@ -261,3 +261,13 @@ def test_runtime_user_code_crash_or_hang_is_reported(tmp_path, factory, needle):
     assert p.returncode == 2
     assert f"user.py::{factory}" in p.stderr and needle in p.stderr
     assert 'File "/' not in p.stderr.replace('File "' + str(tmp_path), "")  # no tflint-internal traceback
+
+
+@pytest.mark.parametrize("src", ["type X = int\n", "def f[T](x: T) -> T:\n    return x\n", 'x = f"{d["a"]}"\n'])
+def test_newer_python_syntax_is_not_a_syntax_error(tmp_path, src):
+    """Syntax newer than the running Python (libcst's grammar knows it) is not reported, with or without TF."""
+    for head in ("", "import tensorflow as tf\n"):
+        f = tmp_path / "a.py"
+        f.write_text(head + src)
+        res = process_path(str(f), default_settings())
+        assert [x.code for x in res.findings] == [] and not res.errors

@@ -197,6 +197,9 @@ def check_text(text: str, path: str, settings: Settings) -> CheckResult:
     codes = settings.codes_for(path)
     if not settings.may_contain_tf(text):
         f = _quick_syntax_check(text, path)
+        if f is not None and "too many nested" not in f.message and "could not parse" not in f.message:
+            if _parse(text, path)[0] is not None:
+                f = None  # syntax newer than the running Python's (`type X = int` on 3.11): libcst's grammar has it
         findings = [f] if f is not None and SYNTAX_ERROR in codes else []
         if UNUSED_SUPPRESSION in codes and ("noqa" in text or "tflint" in text):
             pass  # fall through to the full path so unused suppressions are found
