@@ -22,7 +22,7 @@ from tflint.engine import check_text, fix_text
 
 EXAMPLES = int(os.environ.get("TFLINT_PROPERTY_EXAMPLES", "0"))
 settings.register_profile(
-    "tflint", deadline=None, derandomize=not EXAMPLES, print_blob=True,
+    "tflint", deadline=None, derandomize=not EXAMPLES, print_blob=True, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 settings.load_profile("tflint")
