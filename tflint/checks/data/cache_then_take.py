@@ -5,7 +5,7 @@ import libcst as cst
 
 from ...findings import Applicability
 from ..base import Check, NodeEdit
-from .chain import dataset_call, mapped_fn, random_call, single_use, swap_adjacent
+from .chain import dataset_call, mapped_fn, random_call, swap_adjacent, swap_through_variable
 
 
 class CacheThenTake(Check):
@@ -33,16 +33,9 @@ class CacheThenTake(Check):
                         fix_message="Swap to `take(...).cache(...)`", applicability=app)
             return
         # through a variable: `ds = ds.cache()` ... `ds = ds.take(k)` -> `ds = ds.take(k)` ... `ds = ds.cache()`
-        recv = node.func.value
-        if isinstance(recv, cst.Name):
-            b = self.index.lookup(recv.value, recv)
-            if b is not None and b.kind == "assign" and b.value is cache and single_use(self.sem, recv, b.node):
-                inner = cache.func.value
-                edits = [
-                    NodeEdit(cache, "replace", node=node.with_changes(func=node.func.with_changes(value=inner))),
-                    NodeEdit(node, "replace", node=cache.with_changes(func=cache.func.with_changes(value=recv))),
-                ]
-                self.report(node, message, start_node=start, edits=edits,
-                            fix_message="Swap to `take(...)` then `cache(...)`", applicability=app)
-                return
+        across = swap_through_variable(self.sem, cache, node)
+        if across is not None:
+            self.report(node, message, start_node=start, edits=[NodeEdit(t, "replace", node=n) for t, n in across],
+                        fix_message="Swap to `take(...)` then `cache(...)`", applicability=app)
+            return
         self.report(node, message, start_node=start)

@@ -139,6 +139,20 @@ def swap_adjacent(sem: Semantics, first: cst.Call, second: cst.Call) -> Optional
     return top, rechain(root, links, top)
 
 
+def swap_through_variable(sem: Semantics, first: cst.Call, second: cst.Call) -> Optional[list[tuple[cst.Call, cst.Call]]]:
+    """For `ds = x.first(a)` ... `ds.second(b)` where the value bound by the first statement is read only there:
+    [(first, `x.second(b)`), (second, `ds.first(a)`)], the two steps swapped across the statements. None otherwise."""
+    recv = second.func.value  # type: ignore[union-attr]
+    if not isinstance(recv, cst.Name) or not isinstance(first.func, cst.Attribute):
+        return None
+    b = sem.index.lookup(recv.value, recv)
+    if b is None or b.kind != "assign" or b.value is not first or not single_use(sem, recv, b.node):
+        return None
+    new_first = second.with_changes(func=second.func.with_changes(value=first.func.value), lpar=[], rpar=[])
+    new_second = first.with_changes(func=first.func.with_changes(value=recv), lpar=[], rpar=[])
+    return [(first, new_first), (second, new_second)]
+
+
 def single_use(sem: Semantics, name: cst.Name, binding_stmt: cst.CSTNode) -> bool:
     """True when the value bound by `binding_stmt` is read only once (at `name`)."""
     uses = 0

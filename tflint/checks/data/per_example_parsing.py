@@ -8,7 +8,7 @@ import libcst as cst
 from ...findings import Applicability
 from ..base import Check, NodeEdit
 from ..common import calls_in_function
-from .chain import Polymorphism, dataset_call, mapped_fn, single_use, swap_adjacent
+from .chain import Polymorphism, dataset_call, mapped_fn, single_use, swap_adjacent, swap_through_variable
 
 PARSE_SINGLE = frozenset({"tensorflow.io.parse_single_example", "tensorflow.compat.v1.parse_single_example",
                           "tensorflow.compat.v1.io.parse_single_example", "tensorflow.parse_single_example"})
@@ -72,20 +72,24 @@ class PerExampleParsing(Check):
             expr = self.datasets.mapped_function(m)
             if not isinstance(expr, cst.Name) or not single_use(self.sem, expr, fn):
                 return None
-        swapped = swap_adjacent(self.sem, m, batch)
-        if swapped is None:
-            return None
-        target, replacement = swapped
         attr = parse.func.attr
-        if attr.value == "parse_single_example":
-            renamed = "parse_example"
-        else:
+        if attr.value != "parse_single_example":
             return None
-        if self.functions.is_inside(parse, target):
-            # the function is a lambda inside the chain: rename inside the replacement
-            replacement = replacement.visit(_Rename(parse, renamed))
-            return [NodeEdit(target, "replace", node=replacement)]
-        return [NodeEdit(target, "replace", node=replacement), NodeEdit(attr, "replace", node=cst.Name(renamed))]
+        renamed = "parse_example"
+        swapped = swap_adjacent(self.sem, m, batch)
+        pairs = [swapped] if swapped is not None else swap_through_variable(self.sem, m, batch)
+        if pairs is None:
+            return None
+        edits = []
+        # a lambda inside the rewritten code moves with its step: rename inside the replacements
+        inside = any(self.functions.is_inside(parse, target) for target, _ in pairs)
+        for target, replacement in pairs:
+            if inside:
+                replacement = replacement.visit(_Rename(parse, renamed))
+            edits.append(NodeEdit(target, "replace", node=replacement))
+        if not inside:
+            edits.append(NodeEdit(attr, "replace", node=cst.Name(renamed)))
+        return edits
 
     def _polymorphic_besides(self, fn, parse: cst.Call) -> bool:
         """The function is element-wise once the parse call is treated as an element-wise source."""

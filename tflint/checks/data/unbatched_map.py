@@ -4,8 +4,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ...findings import Applicability
-from ..base import Check
-from .chain import Polymorphism, dataset_call, mapped_fn, swap_adjacent
+from ..base import Check, NodeEdit
+from .chain import Polymorphism, dataset_call, mapped_fn, swap_adjacent, swap_through_variable
 
 
 class UnbatchedMap(Check):
@@ -31,5 +31,10 @@ class UnbatchedMap(Check):
             target, replacement = swapped
             self.report(m, message, start_node=start, target=target, replacement=replacement,
                         fix_message="Swap to `batch(...).map(...)`", applicability=Applicability.UNSAFE)
-        else:
-            self.report(m, message, start_node=start)
+            return
+        across = swap_through_variable(self.sem, m, node)
+        if across is not None:
+            self.report(m, message, start_node=start, edits=[NodeEdit(t, "replace", node=n) for t, n in across],
+                        fix_message="Batch first, then map", applicability=Applicability.UNSAFE)
+            return
+        self.report(m, message, start_node=start)
