@@ -373,14 +373,17 @@ def _node_edit(ctx: FileContext, e: NodeEdit, positions: Positions, lines: LineI
         t = lines.offset(rng.end.line, rng.end.column)
         old = ctx.module.code_for_node(e.target)
         new = ctx.module.code_for_node(e.node)
-        if text[s:t] != old:
-            # a multi-line node inside an indented block: code_for_node leaves out the block's indentation on
-            # continuation lines; put it back (and on the replacement too) when that reproduces the file's text
-            line = lines.line(rng.start.line)
-            indent = line[: len(line) - len(line.lstrip())]
+        # inside an indented block, code_for_node leaves out the block's indentation on continuation lines (of the
+        # target and of a multi-line replacement); put it back when that reproduces the file's text
+        stmt = ctx.sem.index.statement_of(e.target)
+        stmt_rng = positions.syntactic(stmt) if stmt is not None else None
+        row = stmt_rng.start.line if stmt_rng is not None else rng.start.line
+        line = lines.line(row)
+        indent = line[: len(line) - len(line.lstrip())]
+        if indent and text[s:t] == _reindent(old, indent):
             old, new = _reindent(old, indent), _reindent(new, indent)
-            if not indent or text[s:t] != old:
-                return None
+        elif text[s:t] != old:
+            return None
         # minimal edit: trim the common prefix and suffix
         p = 0
         limit = min(len(old), len(new))
