@@ -25,7 +25,7 @@ FUNCTION_FACTORIES = [
     "unrolled", "rolled", "debug_ops", "plain_callable",
 ]
 ERROR_FACTORIES = ["raises", "junk", "bad_calls", "NOT_A_FUNCTION", "missing"]
-DATASET_FACTORIES = ["slow_python_map", "cheap_pipeline"]
+DATASET_FACTORIES = ["slow_python_map", "cheap_pipeline", "fails_while_running"]
 
 
 def _line_of(file: str, text: str) -> int:
@@ -188,6 +188,12 @@ class TestDatasets:
         assert r["stages"][3]["source_elements_per_element"] == 32
         assert r["graph"]["dataset_ops"][0] == "RangeDataset"
 
+    def test_pipeline_that_fails_while_running(self, ds_reports):
+        e = ds_reports["fails_while_running"]
+        assert e["status"] == "error"
+        assert e["message"].startswith("iterating the pipeline up to `map(lambda)` (created at line ")
+        assert "InvalidArgumentError" in e["message"]
+
     def test_cheap_pipeline_is_silent(self, ds_reports):
         r = ds_reports["cheap_pipeline"]["report"]
         assert r["findings"] == []
@@ -239,7 +245,7 @@ def test_cli_json_suppression_and_dot_graph(tmp_path):
     p = _cli(f"{FIX}/suppressed.py::make", "--json", "--graph", str(out))
     assert p.returncode == 1, p.stderr
     data = json.loads(p.stdout)
-    assert data["suppressed"] == 1
+    assert data["suppressed"] == 2  # `# noqa: TFL808` and `# tflint: ignore[unrolled-loop-in-graph]`
     [f] = data["findings"]
     assert set(f) == {"code", "name", "message", "filename", "cell", "location", "end_location", "fix", "url"}
     assert f["code"] == "TFL808" and f["name"] == "debug-ops-in-graph" and f["fix"] is None
@@ -259,6 +265,9 @@ def test_cli_text_report_for_a_dataset():
     assert p.returncode == 1, p.stderr
     assert "<- bottleneck" in p.stdout and "TFL806" in p.stdout and "TFL802" in p.stdout
     assert "Found 2 runtime findings" in p.stdout
+    line = _line_of("datasets.py", "tf.py_function(_slow")
+    # points at `.map`, where the static TFL101/TFL105 point too
+    assert f"datasets.py:{line}:13: TFL806" in p.stdout and f"datasets.py:{line}:13: TFL802" in p.stdout
 
 
 # --- without TensorFlow -----------------------------------------------------------------------------------------

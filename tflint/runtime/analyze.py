@@ -152,7 +152,8 @@ def inspect_dataset(ds, opts: dict[str, Any], want_graph: bool) -> dict[str, Any
                 "pipeline: it holds the GIL, so it cannot run in parallel with itself or your training step, and "
                 "tf.data cannot optimize or serialize it; write it with TensorFlow ops, or do the work offline "
                 "(static counterpart: TFL105)",
-                p["location"] or st.site, stage=st.label))
+                p["location"] or st.site, stage=st.label,
+                hint=None if p["location"] and p["location"] != st.site else f".{st.kind}("))
     t0 = time.perf_counter()
     floor = data.measure(stages, float(opts["measure_min_seconds"]), int(opts["measure_max_elements"]),
                  float(opts["measure_budget"]))
@@ -167,7 +168,7 @@ def inspect_dataset(ds, opts: dict[str, Any], want_graph: bool) -> dict[str, Any
             f"pipeline bottleneck: `{st.label}` is the stage where throughput drops most: the pipeline up to it "
             f"runs at {b['rate']:,.0f} source elements/s{ratio} (+{b['added_s'] * 1e6:,.0f} µs per element, "
             f"measured on this machine); {data.recommendation(st, stages)}",
-            st.site, stage=st.label, rate=b["rate"], rate_before=b["rate_before"], added_us=b["added_s"] * 1e6))
+            st.site, stage=st.label, hint=f".{st.kind}(", rate=b["rate"], rate_before=b["rate_before"], added_us=b["added_s"] * 1e6))
     out = {
         "kind": "dataset",
         "stages": [

@@ -177,9 +177,14 @@ def to_findings(raw: list[dict[str, Any]], default_file: str) -> tuple[list[Find
         meta = registry.get(r["code"]) if registry else None
         name = meta.name if meta else r["code"]
         col = len(line) - len(line.lstrip()) + 1 if line.strip() else 1
+        end_col = len(line.rstrip()) + 1
+        hint = (r.get("extra") or {}).get("hint")
+        if hint and hint in line:  # e.g. ".map(": point at the method, as the static rules do
+            col = line.index(hint) + 1 + (1 if hint.startswith(".") else 0)
+            end_col = col + len(hint.strip(".(")) if hint.endswith("(") else end_col
         f = Finding(
             code=r["code"], name=name, message=r["message"], filename=_display_path(path),
-            location=Position(row, col), end_location=Position(row, max(col, len(line.rstrip()) + 1)),
+            location=Position(row, col), end_location=Position(row, max(col, end_col)),
             source_line=line.rstrip() or None,
         )
         if supps[path].suppressing(f.code, f.name, row):
