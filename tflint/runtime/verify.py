@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from . import bench
-from .bench import SLOWER, Worker, WorkerError
+from .bench import FASTER, SLOWER, Worker, WorkerError
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 DEFAULT_FACTORY = "make"
@@ -372,8 +372,7 @@ class PairRunner:
                         self._send_all(a, b, {"cmd": "mode", "mode": mode})
                     res.measurements.append(self.measure(a, b, mode, True, share))
                     spent += res.measurements[-1].seconds
-                s = res.measurements[0].summary
-                if uses_data and (s is None or s.median < bench.NOISE):
+                if uses_data and res.measurements[0].verdict != FASTER:  # ~1x or unclear with the defaults
                     if len(modes) > 1:
                         self._send_all(a, b, {"cmd": "mode", "mode": modes[0]})
                     self._send_all(a, b, {"cmd": "options", "static_optimizations": False})
