@@ -306,3 +306,25 @@ def test_rules_json():
     assert {"TFL001", "TFL002", "TFL101", "TFL102"} <= set(by_code)
     assert by_code["TFL101"]["name"] == "map-without-parallel-calls"
     assert len({r["name"] for r in data}) == len(data)
+
+
+def test_ascii_terminal_never_crashes(proj):
+    (proj / "a.py").write_text(TF_MAP + "for x in ds:\n    pass\n# é\n")
+    for fmt in ("concise", "full", "json", "github", "sarif"):
+        p = run_tflint("check", "--output-format", fmt, "a.py", cwd=proj, env={"PYTHONIOENCODING": "ascii"})
+        no_traceback(p)
+        assert p.returncode == 1, (fmt, p.stderr)
+
+
+def test_stdin_fix_keeps_encoding_and_bom(proj):
+    src = "\ufeffimport tensorflow as tf\ns = 'é'\n" + TF_MAP.splitlines()[1] + "\r\n"
+    p = subprocess.run(
+        [sys.executable, "-m", "tflint", "check", "--select", "TFL101", "--fix", "-"], cwd=proj,
+        input=src.encode("utf-8"), capture_output=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="ascii"), timeout=120,
+    )
+    assert p.stdout == src.replace(TF_MAP.splitlines()[1], TF_MAP_FIXED.splitlines()[1]).encode("utf-8")
+    latin = b"# -*- coding: latin-1 -*-\nimport tensorflow as tf\ns = '\xe9'\n" + TF_MAP.splitlines()[1].encode() + b"\n"
+    p = subprocess.run([sys.executable, "-m", "tflint", "check", "--select", "TFL101", "--fix", "-"], cwd=proj,
+                       input=latin, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert p.stdout == latin.replace(TF_MAP.splitlines()[1].encode(), TF_MAP_FIXED.splitlines()[1].encode())

@@ -81,7 +81,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _safe_streams() -> None:
+    """A terminal whose encoding cannot show a character (an ASCII locale, a legacy Windows console) gets an escape
+    for it, never a UnicodeEncodeError traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    _safe_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -187,8 +198,13 @@ def cmd_check(args) -> int:
         res = process_stdin(data, name, settings, fix=fix and not args.add_noqa, diff=diff)
         results = [res]
         if fix and not diff and not args.add_noqa:
-            if res.new_text is not None:
-                sys.stdout.write(res.new_text)
+            if res.new_text is not None:  # bytes in the input's own encoding (and BOM), whatever the terminal's
+                from .source import decode
+
+                _, encoding, bom = decode(data, name)
+                sys.stdout.flush()
+                sys.stdout.buffer.write((b"\xef\xbb\xbf" if bom else b"") + res.new_text.encode(encoding))
+                sys.stdout.buffer.flush()
             else:  # nothing fixed: echo the input unchanged (an editor replaces its buffer with this output)
                 sys.stdout.flush()
                 sys.stdout.buffer.write(data)
