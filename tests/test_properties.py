@@ -78,7 +78,7 @@ except ImportError:  # pragma: no cover
 
 
 @pytest.mark.skipif(hypothesmith is None, reason="hypothesmith not installed")
-@settings(max_examples=EXAMPLES or 15)
+@settings(max_examples=EXAMPLES or 6)
 @given(st.data())
 def test_hypothesmith_grammar_programs(data):
     source = data.draw(hypothesmith.from_grammar())
