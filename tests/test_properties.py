@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import tokenize
+import warnings
 
 import libcst as cst
 import pytest
@@ -29,6 +30,12 @@ settings.load_profile("tflint")
 
 ALL = default_settings(select=["ALL"], unsafe_fixes=True, prefilter=False)
 ALL_PREFILTER = default_settings(select=["ALL"], unsafe_fixes=True)
+
+
+def _compile(text: str) -> None:
+    with warnings.catch_warnings():  # generated code may trip SyntaxWarnings; they are not what is tested
+        warnings.simplefilter("ignore")
+        compile(text, "gen.py", "exec", dont_inherit=True)
 
 
 def _comments(text: str) -> list[str]:
@@ -57,7 +64,7 @@ def check_properties(text: str, settings_=ALL, must_compile: bool = True) -> int
     if fixed.text != text:
         cst.parse_module(fixed.text)  # still parseable by libcst
         if must_compile:
-            compile(fixed.text, "gen.py", "exec", dont_inherit=True)
+            _compile(fixed.text)
         again = fix_text(fixed.text, "gen.py", settings_)
         assert again.text == fixed.text, "a second fix pass changed the text again"
         assert again.applied == 0
@@ -83,7 +90,7 @@ except ImportError:  # pragma: no cover
 def test_hypothesmith_grammar_programs(data):
     source = data.draw(hypothesmith.from_grammar())
     try:
-        compile(source, "gen.py", "exec", dont_inherit=True)
+        _compile(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         assume(False)
     check_properties("import tensorflow as tf\n" + source)
@@ -96,7 +103,7 @@ def test_hypothesmith_grammar_programs(data):
 def test_hypothesmith_node_programs(data):
     source = data.draw(hypothesmith.from_node())
     try:
-        compile(source, "gen.py", "exec", dont_inherit=True)
+        _compile(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         assume(False)
     check_properties("import tensorflow as tf\n" + source)
@@ -213,7 +220,7 @@ def tf_programs(draw) -> str:
 @settings(max_examples=EXAMPLES or 40)
 @given(tf_programs())
 def test_tf_shaped_programs(text):
-    compile(text, "gen.py", "exec", dont_inherit=True)  # the generator writes valid Python
+    _compile(text)  # the generator writes valid Python
     check_properties(text)
 
 
