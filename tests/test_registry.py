@@ -59,6 +59,7 @@ def test_declared_fix_kinds_match_fixtures(meta):
     declared = set(meta.fix)
     fixable = declared - {"none"}
     assert fixable <= seen, f"declares {sorted(fixable)} fixes; fixtures show {sorted(seen)}"
+    assert seen - {"none"} <= fixable, f"fixtures show {sorted(seen - {'none'})} fixes; the YAML declares {sorted(declared)}"
     if declared == {"none"}:
         assert seen <= {"none"}, f"declares no fix; fixtures show {sorted(seen)}"
 
