@@ -234,9 +234,7 @@ class TflintServer(LanguageServer):
 
         spec = self._exclude_specs.get(id(settings))
         if spec is None:
-            spec = pathspec.PathSpec.from_lines(
-                "gitwildmatch", [*settings.config.exclude, *settings.config.extend_exclude]
-            )
+            spec = pathspec.GitIgnoreSpec.from_lines([*settings.config.exclude, *settings.config.extend_exclude])
             self._exclude_specs[id(settings)] = spec
         p = Path(os.path.abspath(path))
         root = Path(os.path.abspath(settings.config.root))
