@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
+_INCLUDE = re.compile(r"(<!-- include: (?P<path>[^ ]+) -->\n)(?P<body>.*?)(<!-- end include -->)", re.S)
 
 
 def rule_table(registry) -> str:
@@ -17,10 +18,43 @@ def rule_table(registry) -> str:
     return "\n".join(rows)
 
 
+def included(doc: Path) -> str:
+    """A docs/ page as a README section: its headings moved under the README's `##` level (code blocks untouched)."""
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    top = min((len(l) - len(l.lstrip("#")) for l in _outside_fences(lines) if l.startswith("#")), default=2)
+    shift = 2 - top
+    out, fence = [], False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if not fence and line.startswith("#") and shift > 0:
+            line = "#" * shift + line
+        if not fence:
+            # links relative to the page's folder stay valid from the README's folder
+            line = re.sub(r"\]\((?!https?:|#|/|mailto:)([^)\s]+)\)", lambda m: f"]({doc.parent.name}/{m.group(1)})", line)
+        out.append(line)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _outside_fences(lines):
+    fence = False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+            continue
+        if not fence:
+            yield line
+
+
+def render_readme(text: str, root: Path, registry) -> str:
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    text = pattern.sub(lambda m: START + "\n" + rule_table(registry) + "\n" + END, text)
+    return _INCLUDE.sub(lambda m: m.group(1) + included(root / m.group("path")) + m.group(4), text)
+
+
 def update_readme(path: Path, registry) -> bool:
     text = path.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    new = pattern.sub(START + "\n" + rule_table(registry) + "\n" + END, text)
+    new = render_readme(text, path.resolve().parent, registry)
     if new != text:
         path.write_text(new, encoding="utf-8")
         return True
