@@ -402,3 +402,9 @@ def _children(node: cst.CSTNode):
                 w = _walkable(t)
             if w:
                 yield v
+
+
+def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The syntax children of `node` (no whitespace, comments, punctuation or operator tokens), read from its
+    fields: `node.children` rebuilds the node through libcst's visitor machinery and is many times slower."""
+    return list(_children(node))

@@ -5,6 +5,8 @@ from typing import Optional
 
 import libcst as cst
 
+from ...semantics.index import syntax_children
+
 from ...semantics.tensors import Tensors, tensors_of
 
 LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add",
@@ -39,7 +41,7 @@ def _walk(node: cst.CSTNode, typ: type):
         n = stack.pop()
         if isinstance(n, typ):
             yield n
-        stack.extend(n.children)
+        stack.extend(syntax_children(n))
 
 
 def walk(node: cst.CSTNode, typ: type):
