@@ -19,7 +19,7 @@ from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import Registry, RuleMeta
 from .positions import Positions
 from .semantics import Semantics
-from .source import LineIndex
+from .source import LineIndex, common_affixes
 from .suppress import Directive, Suppressions, parse_directives, remove_codes
 
 MAX_PASSES = 10
@@ -384,14 +384,7 @@ def _node_edit(ctx: FileContext, e: NodeEdit, positions: Positions, lines: LineI
             old, new = _reindent(old, indent), _reindent(new, indent)
         elif text[s:t] != old:
             return None
-        # minimal edit: trim the common prefix and suffix
-        p = 0
-        limit = min(len(old), len(new))
-        while p < limit and old[p] == new[p]:
-            p += 1
-        q = 0
-        while q < limit - p and old[len(old) - 1 - q] == new[len(new) - 1 - q]:
-            q += 1
+        p, q = common_affixes(old, new)  # the minimal edit
         return _edit(lines, s + p, t - q, new[p: len(new) - q])
     if e.mode == "delete":
         rng = positions.inclusive(e.target)

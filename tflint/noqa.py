@@ -25,7 +25,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from .engine import SYNTAX_ERROR, UNUSED_SUPPRESSION, Settings, check_text
+from .engine import SYNTAX_ERROR, UNUSED_SUPPRESSION, Settings, apply_edits, check_text
 from .findings import Finding
 from .source import LineIndex, SourceError, read_source, write_atomic
 from .suppress import _NOQA, _SPLIT, parse_directives
@@ -182,17 +182,6 @@ def _ignore_directive_above(text: str, lines: LineIndex, row: int) -> Optional[t
     return None
 
 
-def apply(text: str, edits: list[TextEdit]) -> str:
-    out = []
-    pos = 0
-    for e in sorted(edits, key=lambda x: (x.start, x.end)):
-        out.append(text[pos: e.start])
-        out.append(e.content)
-        pos = e.end
-    out.append(text[pos:])
-    return "".join(out)
-
-
 def targets_for(findings: Iterable[Finding]) -> dict[int, list[str]]:
     """row -> codes of the findings a `# noqa` may silence (not syntax errors nor unused suppressions)."""
     out: dict[int, list[str]] = {}
@@ -233,7 +222,7 @@ def add_noqa_to_text(text: str, path: str, settings: Settings) -> NoqaResult:
     edits, failed = noqa_edits(text, targets)
     for row in failed:
         result.messages.append(f"{path}:{row}: cannot place a `# noqa` here; left as is")
-    new_text = apply(text, edits)
+    new_text = apply_edits(text, edits)  # TextEdit has the start/end/content the engine's edits have
     if new_text != text and not _parses(new_text):  # pragma: no cover - defensive: never write a broken file
         result.messages.append(f"{path}: adding `# noqa` would break the file; left as is")
         return result

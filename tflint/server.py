@@ -45,7 +45,7 @@ from .config import Config, ConfigError, find_pyproject
 from .engine import SYNTAX_ERROR, UNUSED_SUPPRESSION, Settings, applicable, check_text, fix_text
 from .findings import Applicability, Finding
 from .registry import RegistryError, build_registry, default_registry
-from .source import LineIndex
+from .source import LineIndex, common_affixes
 
 log = logging.getLogger("tflint.server")
 
@@ -407,13 +407,7 @@ class TflintServer(LanguageServer):
 
     def whole_text_edit(self, old: str, new: str) -> lsp.TextEdit:
         """One edit turning `old` into `new`: the changed middle, with the common prefix and suffix trimmed."""
-        p = 0
-        limit = min(len(old), len(new))
-        while p < limit and old[p] == new[p]:
-            p += 1
-        q = 0
-        while q < limit - p and old[len(old) - 1 - q] == new[len(new) - 1 - q]:
-            q += 1
+        p, q = common_affixes(old, new)
         lines = LineIndex(old)
         sr, sc = lines.position(p)
         er, ec = lines.position(len(old) - q)

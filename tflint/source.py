@@ -156,3 +156,16 @@ class LineIndex:
     def newline(self) -> str:
         m = _NEWLINE.search(self.text)
         return m.group(0) if m else "\n"
+
+
+def common_affixes(old: str, new: str) -> tuple[int, int]:
+    """(p, q): the lengths of the longest common prefix and (non-overlapping) common suffix of `old` and `new`,
+    so that `old[p:len(old)-q]` -> `new[p:len(new)-q]` is the minimal single edit."""
+    p = 0
+    limit = min(len(old), len(new))
+    while p < limit and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < limit - p and old[len(old) - 1 - q] == new[len(new) - 1 - q]:
+        q += 1
+    return p, q
