@@ -78,30 +78,27 @@ class Positions:
         tokens.reverse()
         return tokens
 
-    def _compute_statement(self, stmt: cst.CSTNode) -> bool:
-        indent = self._indent_tokens(stmt)
-        syn = _Sink()
-        state = PositionProvidingCodegenState(
+    def _codegen(self, node: cst.CSTNode, state_cls: type, indent: list[str]) -> tuple[str, dict]:
+        """Generate `node`'s code with a position-recording state: (code, node -> CodeRange)."""
+        sink = _Sink()
+        state = state_cls(
             default_indent=self.module.default_indent,
             default_newline=self.module.default_newline,
-            provider=syn,
+            provider=sink,
             indent_tokens=list(indent),
         )
-        stmt._codegen(state)
-        code = "".join(state.tokens)
+        node._codegen(state)
+        return "".join(state.tokens), sink._computed
+
+    def _compute_statement(self, stmt: cst.CSTNode) -> bool:
+        indent = self._indent_tokens(stmt)
+        code, syn = self._codegen(stmt, PositionProvidingCodegenState, indent)
         start = self._find_unique_at_line_start(code)
         if start is None:
             return False
-        inc = _Sink()
-        istate = WhitespaceInclusivePositionProvidingCodegenState(
-            default_indent=self.module.default_indent,
-            default_newline=self.module.default_newline,
-            provider=inc,
-            indent_tokens=list(indent),
-        )
-        stmt._codegen(istate)
+        _, inc = self._codegen(stmt, WhitespaceInclusivePositionProvidingCodegenState, indent)
         base_row = self._row_of(start)
-        for src, dst in ((syn._computed, self._syn), (inc._computed, self._inc)):
+        for src, dst in ((syn, self._syn), (inc, self._inc)):
             for n, r in src.items():
                 dst[n] = CodeRange(
                     CodePosition(r.start.line + base_row - 1, r.start.column),
@@ -139,18 +136,6 @@ class Positions:
     def _compute_full(self) -> None:
         if self._full:
             return
-        syn = _Sink()
-        self.module._codegen(
-            PositionProvidingCodegenState(
-                default_indent=self.module.default_indent, default_newline=self.module.default_newline, provider=syn
-            )
-        )
-        inc = _Sink()
-        self.module._codegen(
-            WhitespaceInclusivePositionProvidingCodegenState(
-                default_indent=self.module.default_indent, default_newline=self.module.default_newline, provider=inc
-            )
-        )
-        self._syn = syn._computed
-        self._inc = inc._computed
+        _, self._syn = self._codegen(self.module, PositionProvidingCodegenState, [])
+        _, self._inc = self._codegen(self.module, WhitespaceInclusivePositionProvidingCodegenState, [])
         self._full = True
