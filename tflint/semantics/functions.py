@@ -24,6 +24,17 @@ FunctionLike = Union[cst.FunctionDef, cst.Lambda]
 TF_FUNCTION_NAMES = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
 PARTIAL_NAMES = frozenset({"functools.partial"})
 KERAS_STEP_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+# Bases that make a class a Keras layer or model (not any keras.* class: a `KerasVariable`, a callback or an
+# optimizer subclass has no `call`/`train_step` that Keras traces, and no weights Keras tracks).
+KERAS_LAYER_MODEL_EXACT = frozenset({"keras.Model", "keras.Layer", "keras.Sequential", "keras.Functional"})
+KERAS_LAYER_MODEL_PREFIXES = (
+    "keras.layers.", "keras.models.", "keras.engine.", "keras.applications.", "keras_hub.models.",
+    "keras_hub.layers.", "keras_nlp.models.", "keras_nlp.layers.", "keras_cv.models.", "keras_cv.layers.",
+)
+
+
+def is_keras_layer_or_model(qualified: str) -> bool:
+    return qualified in KERAS_LAYER_MODEL_EXACT or qualified.startswith(KERAS_LAYER_MODEL_PREFIXES)
 # TensorFlow functions that trace the callables they are given into a graph: name -> (keyword, position) of each
 # callable argument.
 GRAPH_FUNCTION_ARGS: dict[str, tuple[tuple[str, int], ...]] = {
@@ -290,7 +301,7 @@ class Functions:
             return False
         for base in cls.bases:
             q = self.names.qualified_name(base.value)
-            if q and q.startswith("keras."):
+            if q and is_keras_layer_or_model(q):
                 return True
             if isinstance(base.value, cst.Name):
                 b = self.index.lookup(base.value.value, base.value)
