@@ -238,6 +238,8 @@ def _check_module(text: str, path: str, module: cst.Module, settings: Settings, 
             continue
         try:
             check = check_cls(ctx, meta)
+            if getattr(check, "skip_file", False):
+                continue  # the check proved from the text alone that it cannot fire here
             for attr, typ in _visit_methods(check_cls):
                 method = getattr(check, attr)
                 for node in sem.index.nodes(typ):

@@ -132,6 +132,13 @@ class DeclarativeCheck(Check):
         self._call_tails = {s.rsplit(".", 1)[-1] for e in self.calls for s in _qnames(e["call"])}
         self._method_names = {m for e in self.methods for m in _names(e["method"])}
         self._default_fix = next((f for f in meta.fix if f != "none"), "display")
+        # A pure pattern rule whose names do not even occur in the text cannot match (an alias is spelled through an
+        # import or assignment that contains the original name): the engine skips its visits for this file.
+        words = self._symbol_tails | self._call_tails | self._method_names
+        self.skip_file = type(self) is DeclarativeCheck and not any(w in ctx.text for w in words)
+        if self.skip_file:
+            self._alias_names: set[str] = set()
+            return
         # names that stand for another name (`from m import f as g`, `g = m.f`): their own spelling says nothing
         self._alias_names = {
             b.name for scope in self.index.scopes.values() for bs in scope.bindings.values() for b in bs
