@@ -177,10 +177,18 @@ class TflintServer(LanguageServer):
         """(Re-)check a document after `delay` seconds, replacing any check already waiting for it."""
         nb = self.workspace.get_notebook_document(cell_uri=uri)
         key = nb.uri if nb is not None else uri
+        self.schedule_key(key, delay, notebook=nb is not None)
+
+    def schedule_key(self, key: str, delay: float, notebook: bool) -> None:
+        """Check a document (or, for a notebook, all its cells) after `delay`, replacing a waiting check."""
+        self.cancel(key)
+        self._pending[key] = asyncio.ensure_future(self._delayed(key, delay, notebook=notebook))
+
+    def cancel(self, key: str) -> None:
+        """Drop the check waiting for `key`, if any."""
         old = self._pending.pop(key, None)
         if old is not None and not old.done():
             old.cancel()
-        self._pending[key] = asyncio.ensure_future(self._delayed(key, delay, notebook=nb is not None))
 
     async def _delayed(self, key: str, delay: float, notebook: bool) -> None:
         try:
@@ -540,48 +548,35 @@ def _did_save(ls: TflintServer, params: lsp.DidSaveTextDocumentParams) -> None:
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def _did_close(ls: TflintServer, params: lsp.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    task = ls._pending.pop(uri, None)
-    if task is not None:
-        task.cancel()
+    ls.cancel(uri)
     ls.clear(uri)
 
 
 @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
 def _nb_open(ls: TflintServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
-    ls._pending[params.notebook_document.uri] = asyncio.ensure_future(
-        ls._delayed(params.notebook_document.uri, 0.0, notebook=True)
-    )
+    ls.schedule_key(params.notebook_document.uri, 0.0, notebook=True)
 
 
 @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
 def _nb_change(ls: TflintServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
     uri = params.notebook_document.uri
-    old = ls._pending.pop(uri, None)
-    if old is not None:
-        old.cancel()
+    ls.cancel(uri)
     nb = ls.workspace.get_notebook_document(notebook_uri=uri)
     if nb is not None:  # cells removed from the notebook lose their diagnostics
         alive = {c.document for c in nb.cells}
         for cell_uri in [u for u, a in ls.analyses.items() if a.notebook == uri and u not in alive]:
             ls.clear(cell_uri)
-    ls._pending[uri] = asyncio.ensure_future(ls._delayed(uri, ls.debounce, notebook=True))
+    ls.schedule_key(uri, ls.debounce, notebook=True)
 
 
 @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
 def _nb_save(ls: TflintServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
-    uri = params.notebook_document.uri
-    old = ls._pending.pop(uri, None)
-    if old is not None:
-        old.cancel()
-    ls._pending[uri] = asyncio.ensure_future(ls._delayed(uri, 0.0, notebook=True))
+    ls.schedule_key(params.notebook_document.uri, 0.0, notebook=True)
 
 
 @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
 def _nb_close(ls: TflintServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
-    uri = params.notebook_document.uri
-    task = ls._pending.pop(uri, None)
-    if task is not None:
-        task.cancel()
+    ls.cancel(params.notebook_document.uri)
     for cell in params.cell_text_documents:
         ls.clear(cell.uri)
 
