@@ -20,6 +20,13 @@ def _codes(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _positive_int(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .render import FORMATS
 
@@ -73,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true")
     v.add_argument("--timeout", type=float, default=300.0, help="seconds each child process may take")
     v.add_argument("--budget", type=float, default=None, help="seconds of benchmarking per pair")
+    v.add_argument("--pairs", type=_positive_int, default=None,
+                   help="take exactly N A/B pairs per measurement, whatever the budget (reproducible runs, tests)")
 
     sub.add_parser("server", help="run the language server on stdio")
 

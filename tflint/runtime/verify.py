@@ -1,7 +1,7 @@
 """`tflint verify`: apply tflint's own fixes to a file, then show that the fixed code computes the same thing and
 measure whether it is faster, A/B interleaved in separate child processes.
 
-    tflint verify FILE::FACTORY [--rule CODES] [--json] [--timeout S] [--budget S]
+    tflint verify FILE::FACTORY [--rule CODES] [--json] [--timeout S] [--budget S | --pairs N]
     tflint verify FOLDER        # every bench pair in it (files with a `make` factory), one table
 
 For each pair: the selected rules' fixes (unsafe included) are applied in memory; when a rule has no applicable
@@ -310,9 +310,10 @@ def order_changing(codes: list[str], registry) -> bool:
 # ================================================================================================================
 class PairRunner:
     def __init__(self, t: Target, text: str, variant: Variant, registry, timeout: float, budget: float,
-                 progress: Progress) -> None:
+                 progress: Progress, pairs: Optional[int] = None) -> None:
         self.t, self.text, self.v, self.registry = t, text, variant, registry
         self.timeout, self.budget, self.progress = timeout, budget, progress
+        self.pairs = pairs  # a fixed number of A/B pairs per measurement: the budget no longer decides
         self.opts = module_options(text)
         self.label = f"{t.path.name}::{t.factory} [{', '.join(variant.codes) or 'manual'}]"
 
@@ -395,6 +396,11 @@ class PairRunner:
     def _uses_tf_data(self, kind: str) -> bool:
         return kind == "dataset" or bool(re.search(r"\bDataset\b|TFRecordDataset|TextLineDataset", self.text))
 
+    def _done(self, ratios: list[float]) -> bool:
+        if self.pairs:
+            return len(ratios) >= self.pairs
+        return bench.enough_pairs(ratios)
+
     def measure(self, a: Worker, b: Worker, mode: str, static_opts: bool, budget: float) -> Measurement:
         m = Measurement(mode, static_opts, load=_load())
         tag = "" if static_opts else " (static tf.data optimizations off)"
@@ -407,13 +413,14 @@ class PairRunner:
         start = time.monotonic()
         ratios: list[float] = []
         last_pair = 0.0
-        while not bench.enough_pairs(ratios):
+        while not self._done(ratios):
             elapsed = time.monotonic() - start
             n = len(m.pairs)
-            if n >= bench.MIN_PAIRS and elapsed + last_pair > budget:
-                break
-            if n < bench.MIN_PAIRS and n and elapsed + last_pair > max(3 * budget, self.budget):
-                break  # a pair so slow that even the minimum does not fit: inconclusive
+            if not self.pairs:  # a fixed count is taken whatever it costs (each request is bounded by --timeout)
+                if n >= bench.MIN_PAIRS and elapsed + last_pair > budget:
+                    break
+                if n < bench.MIN_PAIRS and n and elapsed + last_pair > max(3 * budget, self.budget):
+                    break  # a pair so slow that even the minimum does not fit: inconclusive
             t0 = time.monotonic()
             order = ((a, runs_a, 0), (b, runs_b, 1)) if n % 2 == 0 else ((b, runs_b, 1), (a, runs_a, 0))
             got: dict[int, dict[str, Any]] = {}
@@ -564,7 +571,7 @@ def run_verify(args) -> int:
             pending.append((t, fired))
             continue
         for v in variants:
-            r = PairRunner(t, text, v, registry, args.timeout, budget, progress).run()
+            r = PairRunner(t, text, v, registry, args.timeout, budget, progress, args.pairs).run()
             results.append(r)
             progress.clear()
             if not args.json and len(targets) > 1:
@@ -581,7 +588,8 @@ def run_verify(args) -> int:
                             "fired": fired}
                            for t, fired in pending],
                "settings": {"min_pairs": bench.MIN_PAIRS, "min_trial_s": bench.MIN_TRIAL_S, "noise": bench.NOISE,
-                            "alpha": bench.ALPHA, "budget_s": budget, "timeout_s": args.timeout}}
+                            "alpha": bench.ALPHA, "budget_s": budget, "pairs": args.pairs,
+                            "timeout_s": args.timeout}}
         print(json.dumps(out, indent=2))
     else:
         sys.stdout.write(render_table(results, pending))
