@@ -137,6 +137,31 @@ def test_a_wrong_fix_is_caught_even_when_order_may_change():
     assert bench.compare_outputs(_side(ELEMENTS), _side(wrong), ordered=False).status == "not equivalent"
 
 
+class _RunsCode:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('ran')",))
+
+
+def test_outputs_are_read_back_without_running_code(tmp_path):
+    import pickle
+
+    plain = {"items": ELEMENTS + [(np.array([b"a", b"bc"], dtype=object), {"k": np.float16(1), "r": [[1], [2, 3]]})],
+             "truncated": False, "deterministic": True}
+    (tmp_path / "plain.pkl").write_bytes(pickle.dumps(plain, protocol=4))
+    back = bench.load_outputs(tmp_path / "plain.pkl")
+    assert bench.compare_values(back["items"], plain["items"]) is None and back["deterministic"] is True
+
+    marker = tmp_path / "marker"
+    (tmp_path / "evil.pkl").write_bytes(pickle.dumps({"items": [_RunsCode(str(marker))]}, protocol=4))
+    back = bench.load_outputs(tmp_path / "evil.pkl")
+    assert not marker.exists()
+    assert "builtins.exec" in back["uncomparable"]
+    assert bench.compare_outputs(back, _side(ELEMENTS)).status == "not comparable"
+
+
 def test_reordering_fails_unless_documented():
     shuffled = [ELEMENTS[i] for i in (3, 0, 5, 1, 4, 2)]
     assert bench.compare_outputs(_side(ELEMENTS), _side(shuffled), ordered=True).status == "not equivalent"

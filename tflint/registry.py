@@ -202,55 +202,86 @@ class Registry:
         return codes
 
 
-def _builtin_rules() -> list[RuleMeta]:
-    """The shipped rules, from a pickle keyed by the code fingerprint when one is there (parsing ~60 YAML files
-    is a fifth of a one-file run's start-up), else from rules/ and tflint/checks."""
-    import importlib
+REGISTRY_CACHE_VERSION = 1
+
+
+def registry_cache_file() -> Path:
+    """Where the shipped rules' cache lives: JSON only, keyed by the code fingerprint. Reading it runs no code (it
+    held a pickle once: a cache folder restored in CI from an untrusted branch must never be a way in)."""
     import os
-    import pickle
 
     from .cache import code_fingerprint
 
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tflint"
-    cache_file = base / f"registry-{code_fingerprint()}.pickle"
-    try:
-        with open(cache_file, "rb") as fh:
-            entries = pickle.load(fh)
-        rules = []
-        for meta, ref in entries:
-            if ref is not None:
-                meta.check = getattr(importlib.import_module(ref[0]), ref[1])
-            rules.append(meta)
-        return rules
-    except Exception:
-        pass
-    rules = []
+    return base / f"registry-{code_fingerprint()}.json"
+
+
+def _builtin_rules() -> list[RuleMeta]:
+    """The shipped rules, from the JSON cache when it is there and valid (parsing ~60 YAML files is a fifth of a
+    one-file run's start-up), else from rules/ and tflint/checks (and the cache is rewritten)."""
+    cache_file = registry_cache_file()
     checks = _import_checks()
+    if cache_file.exists():
+        try:
+            return _rules_from_cache(cache_file, checks)
+        except (OSError, ValueError, RegistryError) as exc:  # corrupt, truncated, tampered or from another layout
+            import sys
+
+            print(f"tflint: warning: ignoring the rule cache {cache_file} ({exc}); rebuilding it", file=sys.stderr)
+    rules = []
     for path in sorted(rules_dir().rglob("*.yaml")):
         meta = meta_from_yaml(_load_yaml_rule(path), path)
         meta.check = checks.get(meta.code)
         rules.append(meta)
-    try:
-        import copy
-        import tempfile
-
-        entries = []
-        for meta in rules:
-            plain = copy.copy(meta)
-            plain.check = None
-            ref = (meta.check.__module__, meta.check.__qualname__) if meta.check is not None else None
-            entries.append((plain, ref))
-        base.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=str(base), suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(entries, fh)
-        os.replace(tmp, cache_file)
-        for old in base.glob("registry-*.pickle"):
-            if old != cache_file:
-                old.unlink(missing_ok=True)
-    except Exception:
-        pass  # no writable cache directory: build it every time
+    _write_cache(cache_file, rules)
     return rules
+
+
+def _rules_from_cache(cache_file: Path, checks: dict[str, type]) -> list[RuleMeta]:
+    """Rebuild the rules from the cache's plain data, validating every entry as a rule file is validated; a check
+    class is looked up among the shipped checks by the rule's code, never imported by a name the file gives."""
+    import json
+
+    with open(cache_file, encoding="utf-8") as fh:
+        data = json.load(fh)
+    if not isinstance(data, dict) or data.get("version") != REGISTRY_CACHE_VERSION:
+        raise ValueError("not a rule cache of this version")
+    entries = data.get("rules")
+    if not isinstance(entries, list) or not entries:
+        raise ValueError("no rules in it")
+    base = rules_dir()
+    rules = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("rule"), dict) or not isinstance(entry.get("path"), str):
+            raise ValueError("an entry is not a rule")
+        rel = Path(entry["path"])
+        if rel.is_absolute() or ".." in rel.parts or rel.suffix != ".yaml":
+            raise ValueError(f"an entry names a path outside the shipped rules: {entry['path']}")
+        meta = meta_from_yaml(entry["rule"], base / rel)
+        meta.check = checks.get(meta.code)
+        rules.append(meta)
+    return rules
+
+
+def _write_cache(cache_file: Path, rules: list[RuleMeta]) -> None:
+    import json
+    import os
+    import tempfile
+
+    base = rules_dir()
+    try:
+        entries = [{"path": str(Path(m.path).relative_to(base)), "rule": m.raw} for m in rules]
+        text = json.dumps({"version": REGISTRY_CACHE_VERSION, "rules": entries})
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=str(cache_file.parent), suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, cache_file)
+        for old in cache_file.parent.glob("registry-*"):  # other fingerprints, and the pickles of old releases
+            if old != cache_file and old.suffix in (".json", ".pickle"):
+                old.unlink(missing_ok=True)
+    except (OSError, ValueError, TypeError):
+        pass  # no writable cache directory (or a rule that is not plain data): build it every time
 
 
 def build_registry(extra_dirs: Iterable[Path] = ()) -> Registry:

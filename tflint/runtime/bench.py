@@ -382,6 +382,36 @@ def _install_opts_off(tf) -> None:
     cls._tflint_patched = True
 
 
+# What a worker's outputs file may name when it is read back in the parent: plain containers and numpy values only,
+# so that no value the user's code returned can run code in tflint's own process (pickle would call anything).
+_SAFE_GLOBALS = {
+    ("builtins", n) for n in ("list", "tuple", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes",
+                              "bytearray", "bool", "slice", "range")
+} | {
+    (m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype")}
+
+
+def load_outputs(path) -> Any:
+    """Read a worker's outputs file, refusing any global but plain containers and numpy arrays, scalars and dtypes
+    (a refused value is reported as not comparable, never loaded)."""
+    import io
+    import pickle
+
+    class _Restricted(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            if (module, name) in _SAFE_GLOBALS or (module == "numpy.dtypes" and name.endswith("DType")):
+                return super().find_class(module, name)
+            raise pickle.UnpicklingError(f"a value of type {module}.{name}")
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return _Restricted(io.BytesIO(data)).load()
+    except Exception as exc:  # noqa: BLE001 - anything but plain values: say so, load nothing
+        return {"uncomparable": f"{type(exc).__name__}: {exc}"}
+
+
 class Uncomparable(Exception):
     """A factory output that cannot be turned into numpy/Python values."""
 

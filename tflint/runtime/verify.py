@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import pickle
 import re
 import sys
 import tempfile
@@ -356,8 +355,7 @@ class PairRunner:
                     w.send({"cmd": "outputs", "out": str(Path(tmp) / f"{name}.pkl"), "max_items": bench.MAX_ELEMENTS})
                 infos = [a.receive({"cmd": "outputs"}), b.receive({"cmd": "outputs"})]
                 for name in ("a", "b"):
-                    with open(Path(tmp) / f"{name}.pkl", "rb") as fh:
-                        outs.append(pickle.load(fh))
+                    outs.append(bench.load_outputs(Path(tmp) / f"{name}.pkl"))
                 res.kind = infos[0].get("kind") or ""
                 res.unit = "el/s" if res.kind == "dataset" else "calls/s"
                 res.equivalence = bench.compare_outputs(outs[0], outs[1], ordered=self._ordered(), rtol=rtol, atol=atol)
