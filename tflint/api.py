@@ -14,14 +14,17 @@ from typing import Iterable, Optional
 from .config import Config
 from .engine import CheckResult, FixResult, Settings, check_text, fix_text, syntax_error_finding
 from .findings import Finding
-from .registry import Registry, default_registry
 from .source import SourceError, SourceFile, decode, read_source, write_atomic
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
-def default_settings(**kwargs) -> Settings:
-    return Settings.create(default_registry(), kwargs.pop("config", None) or Config(), **kwargs)
+def default_settings(config: Optional[Config] = None, **kwargs) -> Settings:
+    """The settings of a run from Python: `config`'s rule packs loaded and validated as the CLI loads them
+    (`kwargs`: select, ignore, extend_select, unsafe_fixes, prefilter)."""
+    from .project import Project
+
+    return Project.from_config(config or Config()).settings(**kwargs)
 
 
 def check_source(text: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> list[Finding]:

@@ -73,12 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true")
     i.add_argument("--graph", type=Path, default=None, help="write the graph as .dot, .svg or .graphml")
     i.add_argument("--timeout", type=float, default=300.0, help="seconds the user code may take")
+    i.add_argument("--config", type=Path, default=None, help="a TOML file with [tool.tflint] keys at top level")
 
     v = sub.add_parser("verify", help="benchmark tflint's fixes against the original code")
     v.add_argument("target", help="FILE::FACTORY, or a folder of bench pairs")
     v.add_argument("--rule", type=_codes, action="extend", default=[], help="rules whose fixes to verify")
     v.add_argument("--json", action="store_true")
     v.add_argument("--timeout", type=float, default=300.0, help="seconds each child process may take")
+    v.add_argument("--config", type=Path, default=None, help="a TOML file with [tool.tflint] keys at top level")
     v.add_argument("--budget", type=float, default=None, help="seconds of benchmarking per pair")
     v.add_argument("--pairs", type=_positive_int, default=None,
                    help="take exactly N A/B pairs per measurement, whatever the budget (reproducible runs, tests)")
@@ -143,12 +145,17 @@ def _error(msg: str) -> int:
     return EXIT_ERROR
 
 
-def load_settings(args):
-    """Registry + config + selection from the command line; raises ConfigError/RegistryError."""
-    from .config import Config, parse_version
-    from .engine import Settings
-    from .registry import build_registry, default_registry
+def load_project(args, start: Optional[Path] = None):
+    """The project of a command: `--config`, `--rules-dir` and `--target-version` over the nearest configuration.
+    Raises ConfigError/RegistryError."""
+    from .project import Project
 
+    return Project.load(args.config, start=start, rules_dirs=getattr(args, "rules_dir", []),
+                        target_version=getattr(args, "target_version", None))
+
+
+def load_settings(args):
+    """The project and the selection of a `check` run; raises ConfigError/RegistryError."""
     paths = args.paths or ["."]
     start = None
     if args.stdin_filename:
@@ -157,21 +164,7 @@ def load_settings(args):
         first = next((p for p in paths if p != "-"), None)
         if first is not None:
             start = Path(first)
-    config = Config.load(args.config, start=start)
-    if args.target_version:
-        config.target_version = parse_version(args.target_version, "--target-version")
-    extra_dirs = [*config.rules_dirs, *args.rules_dir]
-    registry = build_registry(extra_dirs) if extra_dirs else default_registry()
-    config.validate(registry)
-    for key in ("select", "ignore", "extend_select"):
-        for v in getattr(args, key) or []:
-            if not registry.is_known(v):
-                from .config import ConfigError
-
-                raise ConfigError(f"--{key.replace('_', '-')}: unknown rule code or name {v!r}")
-    return Settings.create(
-        registry,
-        config,
+    return load_project(args, start).settings(
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,
@@ -279,15 +272,13 @@ def cmd_check(args) -> int:
 def _doc_registry(args):
     """The registry `rule`/`rules` describe: the built-in rules plus the packs of the config and `--rules-dir`.
     Raises RegistryError (ConfigError is turned into one)."""
-    from .config import Config, ConfigError
-    from .registry import RegistryError, build_registry, default_registry
+    from .config import ConfigError
+    from .registry import RegistryError
 
     try:
-        config = Config.load(args.config)
+        return load_project(args).registry
     except ConfigError as exc:
         raise RegistryError(str(exc)) from None
-    extra = [*config.rules_dirs, *args.rules_dir]
-    return build_registry(extra) if extra else default_registry()
 
 
 def cmd_rule(args) -> int:

@@ -54,8 +54,11 @@ class Settings:
         prefilter: bool = True,
     ) -> "Settings":
         config = config or Config()
-        sel = list(select) if select is not None else config.select
-        selected = registry.select(sel, [*config.ignore, *ignore], [*config.extend_select, *extend_select])
+        if select is not None:  # a selection given by the caller (the command line) replaces the configuration's
+            selected = registry.select(list(select), ignore, extend_select)
+        else:
+            selected = registry.select(config.select, config.ignore, config.extend_select)
+            selected = registry.select(sorted(selected), ignore, extend_select)
         dataset_functions = list(config.dataset_functions)
         hints = ()
         for meta in registry:
@@ -260,9 +263,7 @@ def _materialize(ctx: FileContext, directives: list[Directive], codes: set[str])
     registry = ctx.settings.registry
     positions = Positions(ctx.module, ctx.text, ctx.sem.index)
     lines = LineIndex(ctx.text)
-    supp = Suppressions(directives, registry.resolve)
-    if any(d.kind == "next" for d in directives):
-        supp.set_statement_ranges(_next_statement_finder(ctx, positions))
+    supp = Suppressions.for_text(ctx.text, registry.resolve, directives)
     findings: list[Finding] = []
     for rep in ctx.reports:
         meta = registry.rules[rep.code]
@@ -315,25 +316,6 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 def _source_lines(lines: LineIndex, start: int, end: int) -> str:
     end = min(end, start + 4)
     return "\n".join(lines.line(r) for r in range(start, end + 1))
-
-
-def _next_statement_finder(ctx: FileContext, positions: Positions):
-    positions.everything()
-    stmts: list[tuple[int, int]] = []
-    for typ, nodes in ctx.sem.index.by_type.items():
-        if issubclass(typ, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            for n in nodes:
-                r = positions.syntactic(n)
-                stmts.append((r.start.line, r.end.line))
-    stmts.sort()
-
-    def find(row: int) -> Optional[tuple[int, int]]:
-        import bisect
-
-        i = bisect.bisect_right(stmts, (row, 1 << 30))
-        return stmts[i] if i < len(stmts) else None
-
-    return find
 
 
 def _build_fix(ctx: FileContext, rep: Report, positions: Positions, lines: LineIndex) -> Optional[Fix]:

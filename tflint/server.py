@@ -44,7 +44,8 @@ from . import __version__
 from .config import Config, ConfigError, find_pyproject
 from .engine import SYNTAX_ERROR, UNUSED_SUPPRESSION, Settings, applicable, check_text, fix_text
 from .findings import Applicability, Finding
-from .registry import RegistryError, build_registry, default_registry
+from .project import Project, ProjectError
+from .registry import RegistryError
 from .source import LineIndex, common_affixes
 
 log = logging.getLogger("tflint.server")
@@ -116,14 +117,11 @@ class TflintServer(LanguageServer):
         try:
             if key[0] == "error":
                 raise ConfigError(key[1])
-            config = Config.load(self.config_file, start=start)
-            registry = build_registry(config.rules_dirs) if config.rules_dirs else default_registry()
-            config.validate(registry)
-            settings = Settings.create(registry, config)
-        except (ConfigError, RegistryError) as exc:
+            settings = Project.load(self.config_file, start=start).settings()
+        except ProjectError as exc:
             self._config_error(key, str(exc))
             # the defaults; if even the built-in rules cannot load, RegistryError reaches the caller
-            settings = Settings.create(default_registry(), Config(root=start if start.is_dir() else Path.cwd()))
+            settings = Project.from_config(Config(root=start if start.is_dir() else Path.cwd())).settings()
         self._settings[key] = settings
         return settings
 

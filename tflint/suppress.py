@@ -81,8 +81,45 @@ def parse_directives(text: str) -> list[Directive]:
     return out
 
 
+def next_statement_finder(text: str) -> Callable[[int], Optional[tuple[int, int]]]:
+    """`row -> (first, last)` rows of the first statement (nested ones included) that starts after `row`; a
+    decorated definition starts at its first decorator. Code that does not parse has no statements."""
+    import ast
+    import bisect
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return lambda row: None
+    stmts = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.stmt):
+            first = min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))])
+            stmts.append((first, n.end_lineno or n.lineno))
+    stmts.sort()
+
+    def find(row: int) -> Optional[tuple[int, int]]:
+        i = bisect.bisect_right(stmts, (row, 1 << 30))
+        return stmts[i] if i < len(stmts) else None
+
+    return find
+
+
 class Suppressions:
     """Decides whether a finding is suppressed and remembers which directives were used."""
+
+    @classmethod
+    def for_text(cls, text: str, resolve: Callable[[str], set[str]],
+                 directives: Optional[list[Directive]] = None) -> "Suppressions":
+        """The suppressions of one file's text, "next statement" directives given their statements' rows: the one
+        path static and runtime findings share."""
+        supp = cls(parse_directives(text) if directives is None else directives, resolve)
+        if any(d.kind == "next" for d in supp.directives):
+            supp.set_statement_ranges(next_statement_finder(text))
+        return supp
 
     def __init__(self, directives: list[Directive], resolve: Callable[[str], set[str]]) -> None:
         self.directives = directives

@@ -6,7 +6,6 @@ It runs `tflint.runtime.analyze:inspect_target` in a child process with a time l
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -32,13 +31,15 @@ def run_inspect(args) -> int:
     graph_out: Optional[Path] = getattr(args, "graph", None)
     if graph_out is not None and graph_out.suffix.lower() not in GRAPH_SUFFIXES:
         return _error(f"--graph {graph_out}: the file name must end in .dot, .svg or .graphml")
+    from ..project import Project, ProjectError
+
     try:
-        config, registry = _load_config(Path(file))
-    except Exception as exc:  # noqa: BLE001 - ConfigError / RegistryError: a usage error with its message
+        project = Project.load(getattr(args, "config", None), start=Path(file).resolve().parent)
+    except ProjectError as exc:
         return _error(str(exc))
     result = run_in_child(
         "tflint.runtime.analyze:inspect_target",
-        {"target": target, "graph": graph_out is not None, "options": child_options(config, registry)},
+        {"target": target, "graph": graph_out is not None, "options": child_options(project)},
         timeout=float(getattr(args, "timeout", 300.0) or 300.0),
         cwd=os.getcwd(),
     )
@@ -46,8 +47,8 @@ def run_inspect(args) -> int:
         return _child_failure(target, result)
     report: dict[str, Any] = result.value
     report["wall_s"] = round(result.wall, 3)
-    findings, suppressed = to_findings(report.get("findings", []), default_file=file)
-    findings = _selected(findings, config, registry)
+    findings, suppressed = to_findings(report.get("findings", []), default_file=file, registry=project.registry)
+    findings = [f for f in findings if f.code in project.runtime_codes(f.filename)]
     if graph_out is not None:
         try:
             note = write_graph(report, graph_out)
@@ -70,31 +71,14 @@ _OPTION_KEYS = {
 }
 
 
-def _load_config(file: Path):
-    from ..config import Config
-    from ..registry import default_registry
-
-    registry = default_registry()
-    config = Config.load(start=file.resolve().parent)
-    config.validate(registry)
-    return config, registry
-
-
-def child_options(config, registry) -> dict[str, Any]:
+def child_options(project) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for (rule, key), child_key in _OPTION_KEYS.items():
-        meta = registry.get(rule)
-        value = config.rule_options_for(rule).get(key, meta.options.get(key) if meta else None)
+        meta = project.registry.get(rule)
+        value = project.config.rule_options_for(rule).get(key, meta.options.get(key) if meta else None)
         if value is not None:
             out[child_key] = value
     return out
-
-
-def _selected(findings: list[Finding], config, registry) -> list[Finding]:
-    """`select`/`ignore`/`per-file-ignores` of the configuration apply to runtime findings too."""
-    base = config.selected(registry) | {c for c in registry.rules if c.startswith("TFL8") and registry.get(c).default}
-    base -= set().union(*[registry.resolve(s) for s in config.ignore]) if config.ignore else set()
-    return [f for f in findings if f.code in config.codes_for(registry, f.filename, base)]
 
 
 def _error(msg: str) -> int:
@@ -130,32 +114,11 @@ def _display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def _next_statement(text: str):
-    """`row -> (first, last)` rows of the first statement starting after `row` (for `# tflint: ignore[...]`)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return lambda row: None
-    stmts = sorted(((n.lineno, getattr(n, "end_lineno", n.lineno)) for n in ast.walk(tree) if isinstance(n, ast.stmt)))
+def to_findings(raw: list[dict[str, Any]], default_file: str, registry) -> tuple[list[Finding], list[Finding]]:
+    """(kept, suppressed) Findings; suppression comments of each file pointed at apply, through the same
+    `Suppressions` the static findings use."""
+    from ..suppress import Suppressions
 
-    def find(row: int):
-        for start, end in stmts:
-            if start > row:
-                return (start, end)
-        return None
-
-    return find
-
-
-def to_findings(raw: list[dict[str, Any]], default_file: str) -> tuple[list[Finding], list[Finding]]:
-    """(kept, suppressed) Findings; suppression comments of each file pointed at apply."""
-    from ..registry import RegistryError, default_registry
-    from ..suppress import Suppressions, parse_directives
-
-    try:
-        registry = default_registry()
-    except RegistryError:  # pragma: no cover - the registry is validated by `tflint check`
-        registry = None
     texts: dict[str, list[str]] = {}
     supps: dict[str, Suppressions] = {}
     kept, suppressed = [], []
@@ -168,13 +131,10 @@ def to_findings(raw: list[dict[str, Any]], default_file: str) -> tuple[list[Find
             except (OSError, UnicodeDecodeError):
                 text = ""
             texts[path] = text.splitlines()
-            resolve = registry.resolve if registry else (lambda s: {s})
-            supp = Suppressions(parse_directives(text), resolve)
-            supp.set_statement_ranges(_next_statement(text))
-            supps[path] = supp
+            supps[path] = Suppressions.for_text(text, registry.resolve)
         lines = texts[path]
         line = lines[row - 1] if 0 < row <= len(lines) else ""
-        meta = registry.get(r["code"]) if registry else None
+        meta = registry.get(r["code"])
         name = meta.name if meta else r["code"]
         col = len(line) - len(line.lstrip()) + 1 if line.strip() else 1
         end_col = len(line.rstrip()) + 1

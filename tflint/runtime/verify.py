@@ -538,14 +538,15 @@ def render_table(results: list[VariantResult], pending: list[tuple[Target, list[
 # entry point
 # ================================================================================================================
 def run_verify(args) -> int:
-    from ..config import Config, ConfigError
-    from ..registry import RegistryError, default_registry
+    from ..project import Project, ProjectError
 
     progress = Progress(enabled=sys.stderr.isatty() and not args.json)
+    where = Path(args.target.rpartition("::")[0] if "::" in args.target else args.target)
     try:
-        registry = default_registry()
+        project = Project.load(getattr(args, "config", None), start=(where if where.is_dir() else where.parent).resolve())
+        registry, config = project.registry, project.config
         targets = discover(args.target, list(args.rule or []), registry)
-    except (ValueError, RegistryError) as exc:
+    except (ValueError, *ProjectError) as exc:
         print(f"tflint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - a broken rule module: say which, do not crash
@@ -557,12 +558,6 @@ def run_verify(args) -> int:
     messages: list[str] = []
     for t in targets:
         text = t.path.read_text(encoding="utf-8")
-        try:
-            config = Config.load(None, start=t.path.resolve().parent)
-            config.validate(registry)
-        except ConfigError as exc:
-            print(f"tflint: error: {exc}", file=sys.stderr)
-            return EXIT_ERROR
         variants, fired, msgs = plan_variants(t, text, registry, config)
         messages += msgs
         if not variants:

@@ -24,6 +24,8 @@ class Semantics:
         self.names = Names(self.index)
         self.functions = Functions(self.index, self.names)
         self.datasets = Datasets(self.index, self.names, self.functions, dataset_functions)
+        # one Datasets for the file, with the configured dataset functions, answers Functions' questions too
+        self.functions.attach_datasets(self.datasets)
 
     # Short-hands used by most rules
     def qualified_name(self, node: cst.BaseExpression):

@@ -61,8 +61,13 @@ class Functions:
         self.names = names
         self._calls_by_function: Optional[dict[int, list[cst.Call]]] = None
         self._tf_functions: Optional[dict[int, str]] = None
-        self._datasets = None
+        self._datasets = None  # the file's Datasets (which needs this Functions): attached by Semantics
         self._python_functions: Optional[set[int]] = None
+
+    def attach_datasets(self, datasets) -> None:
+        """The file's `Datasets` (built from this Functions), which says whether a `map`'s receiver is a dataset."""
+        self._datasets = datasets
+        self._tf_functions = None
 
     # -- callables ---------------------------------------------------------------------------------------
     def resolve_callable(self, expr: cst.BaseExpression, _depth: int = 0) -> Optional[FunctionLike]:
@@ -242,10 +247,8 @@ class Functions:
         return out
 
     def _dataset_receiver(self, expr: cst.BaseExpression) -> bool:
-        if self._datasets is None:
-            from .datasets import Datasets  # Datasets depends on Functions: built lazily, for this question only
-
-            self._datasets = Datasets(self.index, self.names, self)
+        if self._datasets is None:  # no dataset knowledge attached: nothing is known to be a dataset
+            return False
         try:
             return self._datasets.is_dataset(expr)
         except RecursionError:
