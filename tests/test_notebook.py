@@ -8,7 +8,7 @@ import pytest
 
 from test_cli import TF_MAP, TF_MAP_FIXED, no_traceback, run_tflint
 from tflint.api import check_source, default_settings, process_path
-from tflint.notebook import Notebook, join_cells, render_fixed
+from tflint.notebook import Notebook, join_cells, render_fixed, transform_cell
 
 MAP_LINE = TF_MAP.splitlines()[1]
 FIXED_LINE = TF_MAP_FIXED.splitlines()[1]
@@ -43,7 +43,7 @@ def test_cells_joined_names_resolve_across_cells():
 @pytest.mark.parametrize(
     "magic",
     ["%time y = 1", "%%bash\necho hi", "!pip install tensorflow", "x?", "tf.data??", "%matplotlib inline",
-     "%%timeit\nds.map(lambda x: x)", "  !ls", "files = !ls", "%load_ext autoreload"],
+     "%%timeit\ny = 1", "  !ls", "files = !ls", "%load_ext autoreload", "%%bash\nds.map(f)"],
 )
 def test_magics_skipped_safely(magic):
     raw = nb_json("import tensorflow as tf\nds = tf.data.Dataset.range(3)\n", magic + "\n", "ds = ds.map(lambda x: x)\n")
@@ -163,6 +163,7 @@ def test_notebook_stdin(tmp_path):
 def test_magics_and_question_marks_round_trip_through_fix(tmp_path):
     cell = (
         "import tensorflow as tf\n"
+        "if True:\n"
         "  !ls -la\n"
         "files = !ls\n"
         "doc = '''Is this a question?\n"
@@ -188,3 +189,185 @@ def test_crlf_notebook_keeps_crlf(tmp_path):
     out = f.read_bytes()
     assert out.count(b"\n") == out.count(b"\r\n")  # no bare LF in the rewritten cell
     assert out.decode() == raw.replace(MAP_LINE, FIXED_LINE)
+
+
+# -- issue 22: every cell is checked, whatever one cell holds --------------------------------------------------------
+SHELL_CONTINUED = "!python train.py \\\n    --flag value \\\n    --other value\n"
+PIPELINE_CELL = (
+    'ds = tf.data.TFRecordDataset(["a.tfrecord", "b.tfrecord"])\n'
+    "ds = ds.map(lambda x: tf.io.parse_single_example(x, {})).batch(32)\n"
+    "for x in ds:\n"
+    "    pass\n"
+)
+
+
+def test_a_shell_cell_with_continuations_hides_nothing():
+    raw = nb_json("import tensorflow as tf\n", SHELL_CONTINUED, PIPELINE_CELL)
+    fs = findings(raw, select=("TFL001", "TFL101", "TFL102", "TFL107", "TFL109"))
+    codes = {f.code for f in fs}
+    assert {"TFL109", "TFL101", "TFL107", "TFL102"} <= codes and "TFL001" not in codes
+    assert Notebook.parse(raw).cell_errors == []
+
+
+def test_every_bad_cell_is_a_cell_error_and_the_rest_is_checked():
+    nbsp = "\u00a0"
+    bad = [f"x{k} = 1 +{nbsp}2\n" for k in range(7)]
+    raw = nb_json("import tensorflow as tf\n", *bad, "ds = tf.data.Dataset.range(3)\n", "ds = ds.map(lambda x: x)\n")
+    nb = Notebook.parse(raw)
+    assert [(e.cell, e.row) for e in nb.cell_errors] == [(k, 1) for k in range(2, 9)]
+    assert all(e.message == "SyntaxError: invalid non-printable character U+00A0" and e.column == 9 for e in nb.cell_errors)
+    fs = findings(raw, select=("TFL101",))
+    assert [(f.code, f.cell, f.location.row) for f in fs] == [("TFL101", 10, 1)]  # across cells, after the bad ones
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "!wget --no-check-certificate \\\n    https://example.com/data.csv \\\n    -O /tmp/data.csv\n",
+        "if True:\n  !mkdir out\n  !python make.py \\\n      --out=out \\\n      --n=3\n",
+        "files = !ls \\\n    -la\n",
+        "  def read(name):\n    return open(name).read()\n",  # the whole cell indented (IPython dedents it)
+        " for x in range(3):\n   print(x)\n",
+        "print('%d of %d' %\n      (1, 2))\nprint('about %d%%'\\\n      % 3)\n",  # `%` starting a line inside brackets
+        "ls\n", "ls ./data/train/\n", "cd data\n", "pip install tensorflow-datasets\n", "time x = 1\n",
+        "%timeit -n 3 f()\nt = %timeit -o f()\n", "tf.data.Dataset??\n", "?tf.data\n", "x = y?\n",
+        "%%time\nfor i in range(3):\n    !echo {i}\n", "\n\n%%capture out\nx = 1\n", "await asyncio.sleep(0)\n",
+    ],
+)
+def test_ipython_shapes_are_python(cell):
+    raw = nb_json("import tensorflow as tf\n", cell, "ds = tf.data.Dataset.range(3).map(lambda x: x)\n")
+    nb = Notebook.parse(raw)
+    assert nb.cell_errors == []
+    fs = findings(raw, select=("TFL001", "TFL101"))
+    assert [(f.code, f.cell) for f in fs] == [("TFL101", 3)]
+
+
+@pytest.mark.parametrize(
+    "cell",
+    ["%%bash\nfor f in *; do echo $f; done\n", "%%sh\nls -la | head\n", "%%html\n<b>hi</b>\n",
+     "%%javascript\nconsole.log('x')\n", "%%writefile notes.txt\nnot python at all (\n", "%%script bash\nls (\n",
+     "%%R\nlibrary(ggplot2)\nx <- c(1, 2)\n", "%%latex\n\\alpha\n"],
+)
+def test_cells_that_are_not_python_are_skipped(cell):
+    raw = nb_json("import tensorflow as tf\n", cell, "ds = tf.data.Dataset.range(3).map(lambda x: x)\n")
+    nb = Notebook.parse(raw)
+    assert nb.cell_errors == [] and transform_cell(cell).kind == "skipped"
+    assert [(f.code, f.cell) for f in findings(raw, select=("TFL001", "TFL101"))] == [("TFL101", 3)]
+
+
+@pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 2", "%%capture out", "%%prun", "%%writefile train.py",
+                                   "%%script python3"])
+def test_cell_magics_that_run_python_are_checked(magic):
+    raw = nb_json("import tensorflow as tf\nds = tf.data.Dataset.range(3)\n", magic + "\nds = ds.map(lambda x: x)\n")
+    assert [(f.code, f.cell, f.location.row) for f in findings(raw)] == [("TFL101", 2, 2)]
+    bad = Notebook.parse(nb_json(magic + "\nx = (\n"))
+    assert [(e.cell, e.row) for e in bad.cell_errors] == [(1, 2)]
+
+
+def test_indented_cell_maps_columns_back():
+    raw = nb_json("  import tensorflow as tf\n  ds = tf.data.Dataset.range(3).map(lambda x: x)\n")
+    (f,) = findings(raw)
+    assert (f.cell, f.location.row, f.location.column) == (1, 2, 33)
+    assert f.fix is not None and f.fix.edits[0].location.column > 33
+
+
+def test_fix_never_touches_a_cell_that_does_not_parse(tmp_path):
+    bad = "x = (\n  # an unfinished cell\n"
+    cells = ["import tensorflow as tf\n", bad, MAP_LINE + "\n", "  y = [1,\n 2]\n"]
+    raw = nb_json(*cells)
+    nb = Notebook.parse(raw)
+    assert [e.cell for e in nb.cell_errors] == [2, 4]
+    # even an edit that lands on the blank rows of a bad cell leaves its source as it was
+    first, last = nb.cell_rows[1]
+    lines = nb.text.split("\n")
+    lines[first - 1] = "z = 1"
+    out = json.loads(render_fixed(nb, "\n".join(lines)))
+    assert "".join(out["cells"][1]["source"]) == bad and "".join(out["cells"][3]["source"]) == cells[3]
+    f = tmp_path / "n.ipynb"
+    f.write_text(raw)
+    res = process_path(str(f), default_settings(select=["TFL101"]), fix=True)
+    assert res.fixed == 1
+    data = json.loads(f.read_text())
+    assert ["".join(c["source"]) for c in data["cells"]] == [cells[0], bad, FIXED_LINE + "\n", cells[3]]
+
+
+def test_fix_in_an_indented_cell_keeps_its_indentation(tmp_path):
+    cell = "  import tensorflow as tf\n  !ls\n" + "\n".join("  " + ln for ln in TF_MAP.splitlines()[1:]) + "\n"
+    f = tmp_path / "n.ipynb"
+    f.write_text(nb_json(cell))
+    assert process_path(str(f), default_settings(select=["TFL101"]), fix=True).fixed == 1
+    got = "".join(json.loads(f.read_text())["cells"][0]["source"])
+    assert got == cell.replace(MAP_LINE.strip(), FIXED_LINE.strip())
+
+
+def test_from_sources_matches_parse():
+    sources = ["import tensorflow as tf\n", "x = (\n", SHELL_CONTINUED]
+    nb = Notebook.from_sources(sources)
+    assert nb.text == join_cells(sources)[0] and [(e.cell, e.row) for e in nb.cell_errors] == [(2, 1)]
+    old_style = Notebook("", {}, [0, 1, 2], sources, *join_cells(sources))  # the language server's constructor path
+    assert old_style.cell_errors == nb.cell_errors
+
+
+# shapes on which our verdict must agree with IPython's own transformer (compiles vs does not)
+IPYTHON_SHAPES = [
+    "x = 1\n", "x = (\n", "!ls\n", "!ls \\\n  -la\n", "  !ls\n", "x = 1\n  !ls\n", "if x:\n    !ls\n",
+    "%time f()\n", "%%time\nf()\n", "%%time\nf(\n", "x = %time f()\n", "x = !ls\n", "x, y = !ls\n", "x == !ls\n",
+    "f(a=!ls)\n", "obj?\n", "obj.attr??\n", "x = obj?\n", "f(x)?\n", "x ?\n", "x? # c\n", "?\n", "??\n",
+    "%matplotlib inline\nimport numpy\n", "%%bash\nls\n", ",f a b\n", ";f a b\n", "/f a b\n", "/ a\n",
+    "print('a?')\n", "s = '''\n!not magic\n%neither\n'''\n", "x = [1,\n%time\n]\n", "x = f(1,\n  2) % 3\n",
+    "    x = 1\n    y = 2\n", "  x = 1\ny = 2\n", "\n\n  x = 1\n", "\tx = 1\n\ty = 2\n", "x = 1 \\\n",
+    "x = 'it''s'\n!echo it's\ny = 1\n", "f'{x!r}'\n", "x = 1 \u00a0+ 2\n", "await f()\n", "return 1\n",
+    "from __future__ import annotations\nx = 1\n", "x = 1\nfrom __future__ import annotations\n",
+    "%%writefile a.py\nimport os\n", "ls\n", "ls -la\n", "cd dir\n", "pip install x\n", "pip install x\n\n",
+    "ls = 3\n", "x = 1\nls -la\n", "%%timeit\nx = 1\n", "#!python\nx = 1\n", "x = {'a': 1}?\n",
+    "!echo 'unterminated\nx = 1\n", "!cmd (\nx = 1\n", "a = b = %foo\n", "%foo \\\n  bar\nx = 1\n",
+]
+
+
+@pytest.fixture(scope="module")
+def ipython_shell(tmp_path_factory):
+    pytest.importorskip("IPython")
+    import os
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    os.environ.setdefault("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+    config = Config()
+    config.HistoryManager.enabled = False
+    return InteractiveShell.instance(config=config)
+
+
+def ipython_verdict(shell, cell: str) -> str:
+    """IPython's own verdict: its shell's transform (TransformerManager, automagic for a one-line cell), then
+    compile; a cell magic's body judged the way the magic runs it (see bench/ledger/notebooks/check_corpus.py)."""
+    import ast
+    import warnings
+
+    try:
+        out = shell.transform_cell(cell)
+    except Exception:
+        return "error"
+    if out.startswith("get_ipython().run_cell_magic("):
+        name, line, body = (a.value for a in ast.parse(out).body[0].value.args)
+        python = name in ("time", "timeit", "capture", "prun") or (name == "writefile" and line.endswith(".py"))
+        return ipython_verdict(shell, body) if python else "skipped"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(out, "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return "error"
+    return "python"
+
+
+@pytest.mark.parametrize("cell", IPYTHON_SHAPES)
+def test_verdict_agrees_with_ipython(cell, ipython_shell):
+    ours = transform_cell(cell)
+    theirs = ipython_verdict(ipython_shell, cell)
+    if theirs == "skipped":
+        assert ours.kind == "skipped"
+    elif theirs == "python":
+        assert ours.kind == "python", ours
+    else:
+        assert ours.kind == "error" and ours.error is not None

@@ -1,31 +1,44 @@
 """Jupyter notebooks: code cells joined into one text, positions mapped back to (cell, row), and writes that
 change only the bytes of the cells that were fixed.
 
-IPython magics (`%time`, `%%bash`, `!pip install`, `x?`) are replaced by an inert line of the same indentation
-(`pass  # tflint-magic: ...`) so the cell still parses, and restored on write. Cells are separated by a marker
-comment so that fixes which add or remove lines never blur the cell boundaries.
+Each code cell is made Python the way IPython does it (`%time`, `!pip install` with its `\\` continuations, `x?`,
+`files = !ls`, a one-line `cd dir`, a cell indented as a whole), one line for one line: a magic becomes an inert line
+(`pass  # tflint-magic: ...`) and the original line comes back on write. A cell magic whose body is not Python
+(`%%bash`, `%%html`, `%%writefile notes.txt`...) is skipped. A cell that IPython itself could not run (it does not
+compile even so) is a CellError: its rows are blank in the joined text, the other cells are analysed as usual, and
+fixes never touch it. Cells are separated by a marker comment so that fixes which add or remove lines never blur
+the cell boundaries.
 """
 from __future__ import annotations
 
+import ast
+import difflib
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Optional
 
 from .findings import Edit, Finding, Fix, Position
 
 MARKER = "# <tflint-cell>"
-_MAGIC_LINE = re.compile(r"^(\s*)([%!].*|.*\?\??\s*)$")
-_MAGIC_RESTORE = re.compile(r"^(\s*)pass  # tflint-magic(-raw)?: ?(.*)$")
-# IPython help: `obj?`, `obj.attr??`, `?obj` (not any line ending in `?`, which may be inside a string)
-_HELP = re.compile(r"^\s*(\?\??[\w.*\[\]]+|[A-Za-z_*][\w.*\[\]()]*\?\??)\s*$")
-_AUTOCALL = re.compile(r"^(\s*)(/\w)")
-# `files = !ls`, `t = %timeit -o f()`: IPython assignment magics
-_ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")
+_MAGIC_RESTORE = re.compile(r"^(\s*)(?:pass  )?# tflint-magic(-raw)?: ?(.*)$")
 
 
 class NotebookError(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class CellError:
+    """A code cell that is not Python even after IPython's own transformations: reported as one TFL001 for the
+    cell and left out of the analysis (its rows are blank in the joined text; fixes never touch it)."""
+
+    cell: int  # 1-based index of the cell in the notebook
+    row: int  # 1-based row within the cell
+    column: int  # 1-based
+    message: str  # e.g. "SyntaxError: invalid syntax"
 
 
 @dataclass
@@ -36,6 +49,21 @@ class Notebook:
     sources: list[str]  # the original source of each code cell
     text: str = ""  # the joined, magic-free text that is linted
     cell_rows: list[tuple[int, int]] = field(default_factory=list)  # (first row, last row) of each cell in text
+    cell_errors: list[CellError] = field(default_factory=list)  # cells left out because they do not compile
+
+    def __post_init__(self) -> None:
+        if self.text and not self.cell_errors:  # built from join_cells' output (the language server's path)
+            self.cell_errors = _cell_errors(self.code_cells, self.sources)
+
+    @classmethod
+    def from_sources(cls, sources: list[str]) -> "Notebook":
+        """A notebook of these code cells only (cell k is cell k + 1 of the notebook), as an editor holds it."""
+        text, rows = join_cells(sources)
+        return cls("", {}, list(range(len(sources))), list(sources), text, rows)
+
+    @property
+    def transforms(self) -> list["CellTransform"]:
+        return [transform_cell(src) for src in self.sources]
 
     @classmethod
     def parse(cls, raw: str, path: str = "<notebook>") -> "Notebook":
@@ -62,6 +90,7 @@ class Notebook:
                     sources.append(src)
         nb = cls(raw, data, code_cells, sources)
         nb.text, nb.cell_rows = join_cells(sources)
+        nb.cell_errors = _cell_errors(code_cells, sources)
         return nb
 
     def locate(self, row: int) -> tuple[Optional[int], int]:
@@ -75,11 +104,20 @@ class Notebook:
                 return self.code_cells[k] + 1, last - first + 1
         return None, row
 
+    def _shift(self, row: int) -> int:
+        """Columns IPython's dedent removed from this joined-text row (a cell indented as a whole)."""
+        for k, (first, last) in enumerate(self.cell_rows):
+            if first <= row <= last:
+                prefixes = transform_cell(self.sources[k]).prefixes
+                return len(prefixes[row - first]) if row - first < len(prefixes) else 0
+        return 0
+
     def map_finding(self, f: Finding) -> Finding:
         cell, row = self.locate(f.location.row)
         _, end_row = self.locate(f.end_location.row)
         if cell is None:
             return f
+        shift, end_shift = self._shift(f.location.row), self._shift(f.end_location.row)
         fix = f.fix
         if fix is not None:
             edits = []
@@ -89,66 +127,396 @@ class Notebook:
                 if c1 != cell:
                     fix = None
                     break
-                edits.append(Edit(e.content, Position(r1, e.location.column), Position(r2, e.end_location.column), e.start, e.end))
+                start = Position(r1, e.location.column + self._shift(e.location.row))
+                end = Position(r2, e.end_location.column + self._shift(e.end_location.row))
+                edits.append(Edit(e.content, start, end, e.start, e.end))
             else:
                 fix = Fix(fix.applicability, fix.message, tuple(edits))
         return f.with_changes(
             cell=cell,
-            location=Position(row, f.location.column),
-            end_location=Position(end_row, f.end_location.column),
+            location=Position(row, f.location.column + shift),
+            end_location=Position(end_row, f.end_location.column + end_shift),
             fix=fix,
         )
 
 
-def _is_magic(ln: str) -> bool:
-    stripped = ln.strip()
-    if not stripped or stripped.startswith("#"):
-        return False
-    return stripped[0] in "%!" or bool(_HELP.match(ln)) or bool(_ASSIGN_MAGIC.match(ln))
+# -- IPython syntax -> Python, one line for one line -------------------------------------------------------------
+# IPython's own transformer (IPython.core.inputtransformer2.TransformerManager, plus the shell's automagic for a
+# one-line cell) is the reference; this is an equivalent that does not need IPython and keeps every row (and, up to
+# the cell's common indentation, every column) where it was, so findings map back and fixes write back exactly.
+_MAGIC_TAG = "# tflint-magic: "
+_MAGIC_RAW_TAG = "# tflint-magic-raw: "
+# cell magics whose body IPython runs as Python (through the shell's own transform, so magics inside are fine)
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "px", "memit", "mprun", "python",
+                                "python3", "code_wrap"})
+_FILE_CELL_MAGICS = frozenset({"writefile", "file"})  # Python when the file written ends in .py
+# line magics and shell aliases IPython's automagic calls without `%` (a fresh IPython 9 shell on Linux)
+AUTOMAGICS = frozenset(
+    "alias alias_magic autoawait autocall automagic bookmark cat cd code_wrap colors conda config cp debug dhist dirs "
+    "doctest_mode ed edit env gui hist history killbgscripts ldir lf lk ll load load_ext loadpy logoff logon logstart "
+    "logstate logstop ls lsmagic lx macro magic mamba matplotlib micromamba mkdir mv notebook page pastebin pdb pdef "
+    "pdoc pfile pinfo pinfo2 pip popd pprint precision prun psearch psource pushd pwd pycat pylab quickref recall "
+    "rehashx reload_ext rep rerun reset reset_selective rm rmdir run save sc set_env sx system tb time timeit unalias "
+    "unload_ext uv who who_ls whos xdel xmode".split()
+)
+_HELP_END = re.compile(r"(%{0,2}(?!\d)[\w*]+(\.(?!\d)[\w*]+|\[-?[0-9]+\])*)(\?\??)$")
+_LINE_SPLIT = re.compile(r"^(\s*)([,;/%]|!!?|\?\??)?\s*(%{0,2}[\w\.\*]*)(.*?$|$)")
+_WS_ONLY = re.compile(r"[ \t]+")
+_LEADING_WS = re.compile(r"[ \t]*(?=[^ \t\n])")
+_NAME = re.compile(r"[^\W\d]\w*")
+_NUMBER = re.compile(r"(\d[\w.]*|\.\d[\w.]*)([eE][+-]\d+)?[jJ]?")
+_OPERATORS = ("**=", "//=", ">>=", "<<=", "...", "->", ":=", "!=", "==", "<=", ">=", "+=", "-=", "*=", "/=", "%=",
+              "&=", "|=", "^=", "@=", "**", "//", "<<", ">>")
+_STRING_PREFIXES = frozenset({"r", "u", "f", "b", "br", "rb", "fr", "rf", "t", "tr", "rt"})
+_ESCAPES = "!?%,;/"
 
 
-def _mask_magics(src: str) -> str:
+@dataclass(frozen=True)
+class CellTransform:
+    """One code cell made Python: `lines` has one entry per line of the cell's source (split on "\\n");
+    `prefixes[i]` is the indentation removed from line i (IPython dedents a cell whose lines are all indented);
+    `kind` is "python", "skipped" (a cell magic whose body is not Python) or "error" (then `lines` are blank and
+    `error` is (row, column, message), 1-based in the cell)."""
+
+    lines: tuple[str, ...]
+    prefixes: tuple[str, ...]
+    kind: str = "python"
+    error: Optional[tuple[int, int, str]] = None
+    magic: str = ""  # the cell magic's name, for a cell that starts with `%%`
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@lru_cache(maxsize=4096)
+def transform_cell(src: str) -> CellTransform:
+    """The Python that IPython would run for this cell, row for row, with a verdict (see CellTransform)."""
     lines = src.split("\n")
-    if lines and lines[0].lstrip().startswith("%%"):
-        return "\n".join(f"pass  # tflint-magic: {ln}" if ln.strip() else ln for ln in lines)
-    out = []
-    prev_indent, prev_opens = "", False  # the last code line's indentation, and whether it opens a block
+    out, prefixes = _dedent(lines)
+    first = next((i for i, ln in enumerate(out) if ln.strip()), None)
+    if first is not None and out[first].startswith("%%") and not re.match(r"%%\w+\?", out[first]):
+        return _cell_magic(lines, out, prefixes, first)
+    out = _mask(out)
+    if first is not None:
+        out = _automagic(out, first)
+    return _verdict(lines, out, prefixes)
+
+
+def _dedent(lines: list[str]) -> tuple[list[str], list[str]]:
+    """textwrap.dedent, as IPython applies it to a whole cell, line for line."""
+    margin: Optional[str] = None
     for ln in lines:
-        if _is_magic(ln):
-            indent = ln[: len(ln) - len(ln.lstrip())]
-            if not prev_opens and len(indent) > len(prev_indent):
-                # indented deeper than the code around it (IPython allows this): an inert line that still parses,
-                # with the whole original line kept for the write-back
-                out.append(f"{prev_indent}pass  # tflint-magic-raw: {ln}")
-                indent = prev_indent
-            else:
-                out.append(f"{indent}pass  # tflint-magic: {ln[len(indent):]}")
-            prev_indent, prev_opens = indent, False
+        if not ln or _WS_ONLY.fullmatch(ln):
+            continue
+        m = _LEADING_WS.match(ln)
+        indent = m.group(0) if m else ""
+        if margin is None:
+            margin = indent
+        else:
+            k = 0
+            while k < min(len(margin), len(indent)) and margin[k] == indent[k]:
+                k += 1
+            margin = margin[:k]
+    margin = margin or ""
+    out, prefixes = [], []
+    for ln in lines:
+        if _WS_ONLY.fullmatch(ln):
+            out.append("")
+            prefixes.append(ln)
+        elif ln and margin:
+            out.append(ln[len(margin):])
+            prefixes.append(margin)
         else:
             out.append(ln)
-            code = ln.split("#", 1)[0].rstrip()
-            if code:
-                prev_indent, prev_opens = ln[: len(ln) - len(ln.lstrip())], code.endswith(":")
-    return "\n".join(out)
+            prefixes.append("")
+    return out, prefixes
+
+
+def _cell_magic(lines: list[str], out: list[str], prefixes: list[str], first: int) -> CellTransform:
+    name, _, args = out[first][2:].rstrip().partition(" ")
+    args_words = args.split()
+    python = name in PYTHON_CELL_MAGICS
+    if name in _FILE_CELL_MAGICS:
+        target = next((w for w in args_words if not w.startswith("-")), "")
+        python = target.strip("'\"").endswith(".py")
+    elif name == "script":
+        python = bool(args_words) and re.fullmatch(r"(\S*/)?python3?(\.\d+)?", args_words[0]) is not None
+    head = [""] * first + [f"pass  {_MAGIC_TAG}{out[first]}"]
+    if not python:
+        blank = ["" for _ in lines]
+        return CellTransform(tuple(blank), tuple("" for _ in lines), "skipped", magic=name)
+    if first + 1 == len(out):
+        return CellTransform(tuple(head), tuple(prefixes), "python", magic=name)
+    body = transform_cell("\n".join(out[first + 1:]))
+    body_prefixes = [p + q for p, q in zip(prefixes[first + 1:], body.prefixes)]
+    new_prefixes = tuple(prefixes[: first + 1]) + tuple(body_prefixes)
+    if body.kind == "error":
+        row, col, msg = body.error  # type: ignore[misc]
+        col += len(prefixes[first + row])
+        return CellTransform(tuple("" for _ in lines), new_prefixes, "error", (first + 1 + row, col, msg), name)
+    if body.kind == "skipped":
+        return CellTransform(tuple("" for _ in lines), new_prefixes, "skipped", magic=name)
+    return CellTransform(tuple(head) + body.lines, new_prefixes, "python", magic=name)
+
+
+class _Lexer:
+    """Just enough of Python's tokenizer to find where logical lines start and what they hold."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def logical_line(self, row: int) -> tuple[list[tuple[str, str, int, int]], int]:
+        """Tokens (kind, text, row, col) of the logical line starting at `row`, and the row after it."""
+        lines = self.lines
+        toks: list[tuple[str, str, int, int]] = []
+        depth = 0
+        r, c = row, 0
+        while r < len(lines):
+            ln = lines[r]
+            n = len(ln)
+            continued = False
+            while c < n:
+                ch = ln[c]
+                if ch in " \t\f\r":
+                    c += 1
+                elif ch == "#":
+                    toks.append(("comment", ln[c:], r, c))
+                    c = n
+                elif ch == "\\" and c == n - 1 or ln[c:].rstrip("\r") == "\\":
+                    continued = True
+                    c = n
+                elif ch in "'\"":
+                    r, c = self._string(r, c, "", toks)
+                    ln, n = lines[r] if r < len(lines) else "", len(lines[r]) if r < len(lines) else 0
+                elif ch.isalpha() or ch == "_" or ord(ch) > 127:
+                    m = _NAME.match(ln, c)
+                    if m is None:
+                        toks.append(("err", ch, r, c))
+                        c += 1
+                        continue
+                    word = m.group(0)
+                    end = m.end()
+                    if end < n and ln[end] in "'\"" and word.lower() in _STRING_PREFIXES:
+                        r, c = self._string(r, end, word.lower(), toks, start=c)
+                        ln, n = lines[r] if r < len(lines) else "", len(lines[r]) if r < len(lines) else 0
+                    else:
+                        toks.append(("name", word, r, c))
+                        c = end
+                elif ch.isdigit() or (ch == "." and c + 1 < n and ln[c + 1].isdigit()):
+                    m = _NUMBER.match(ln, c)
+                    toks.append(("number", m.group(0), r, c))  # type: ignore[union-attr]
+                    c = m.end()  # type: ignore[union-attr]
+                else:
+                    op = next((o for o in _OPERATORS if ln.startswith(o, c)), ch)
+                    if op in "([{":
+                        depth += 1
+                    elif op in ")]}":
+                        depth = max(depth - 1, 0)
+                    kind = "err" if op in "!?$`" else "op"
+                    toks.append((kind, op, r, c))
+                    c += len(op)
+            r, c = r + 1, 0
+            if not continued and depth == 0:
+                return toks, r
+        return toks, r
+
+    def _string(self, r: int, c: int, prefix: str, toks: list, start: Optional[int] = None) -> tuple[int, int]:
+        """Skip the string starting with the quote at (r, c); return the position after it."""
+        lines = self.lines
+        ln = lines[r]
+        q = ln[c]
+        triple = ln.startswith(q * 3, c)
+        quote = q * 3 if triple else q
+        fstring = "f" in prefix or "t" in prefix
+        toks.append(("string", quote, r, start if start is not None else c))
+        c += len(quote)
+        depth = 0
+        while r < len(lines):
+            ln = lines[r]
+            n = len(ln)
+            cont = False
+            while c < n:
+                ch = ln[c]
+                if ch == "\\":
+                    if c == n - 1:  # a backslash at the end of the line continues the string
+                        cont = True
+                        break
+                    c += 2
+                    continue
+                if depth == 0 and ln.startswith(quote, c):
+                    return r, c + len(quote)
+                if fstring and ch == "{":
+                    if depth == 0 and ln.startswith("{{", c):
+                        c += 2
+                        continue
+                    depth += 1
+                elif fstring and ch == "}" and depth > 0:
+                    depth -= 1
+                elif fstring and depth > 0 and ch in "'\"":
+                    r2, c2 = self._string(r, c, "", [])
+                    if r2 != r:
+                        return r2, c2  # a nested string over lines: give up on this f-string's end
+                    c = c2
+                    continue
+                c += 1
+            if not triple and not cont:
+                return r, n  # unterminated: ends with the line, as the tokenizer's error token does
+            r, c = r + 1, 0
+        return r, 0
+
+
+def _continued_end(lines: list[str], row: int) -> int:
+    """IPython's find_end_of_continued_line: the last row of a `\\`-continued line."""
+    end = row
+    while end < len(lines) - 1 and lines[end].endswith("\\"):
+        end += 1
+    return end
+
+
+def _mask_rows(out: list[str], lines: list[str], first: int, last: int, indent: str) -> None:
+    out[first] = f"{indent}pass  {_MAGIC_TAG}{lines[first][len(indent):]}"
+    for j in range(first + 1, last + 1):
+        out[j] = f"{indent}{_MAGIC_RAW_TAG}{lines[j]}"
+
+
+def _mask(lines: list[str]) -> list[str]:
+    """IPython's token transforms (escaped commands, magic and system assignments, help), each special line (and
+    its `\\` continuation lines) replaced by an inert line, in order, as IPython applies them one at a time."""
+    out = list(lines)
+    lexer = _Lexer(lines)
+    row = 0
+    while row < len(lines):
+        ln = lines[row]
+        stripped = ln.lstrip(" \t\f")
+        indent = ln[: len(ln) - len(stripped)]
+        if stripped[:1] and stripped[0] in _ESCAPES and not stripped.startswith(("!=", "%=", "/=", "//")):
+            # an escaped command (`!cmd`, `%magic`, `?obj`, `,f a b`, `;f a`, `/f a`) and its `\\` continuations
+            if not (stripped[0] == "/" and not stripped[1:].partition(" ")[0]):  # `/` needs a callable name
+                end = _continued_end(lines, row)
+                _mask_rows(out, lines, row, end, indent)
+                row = end + 1
+                continue
+        toks, nxt = lexer.logical_line(row)
+        # help: the logical line ends with `?` right after a name (`obj?`, `obj.attr??`, `x = y?` asks about y)
+        if len(toks) > 1 and toks[-1][0] == "err" and toks[-1][1] == "?":
+            q_row = toks[-1][2]
+            content = "\n".join(lines[row: q_row + 1])[len(indent):] + "\n"
+            if _HELP_END.search(content):
+                _mask_rows(out, lines, row, q_row, indent)
+                row = q_row + 1
+                continue
+        # `x = %magic ...` and `x = !cmd`: the first `=` outside brackets, then `%name` or `!`
+        depth, assign = 0, None
+        for k, t in enumerate(toks):
+            if t[1] == "=" and depth == 0:
+                assign = k
+                break
+            if t[0] == "op" and t[1] in "([{":
+                depth += 1
+            elif t[0] == "op" and t[1] in ")]}" and depth:
+                depth -= 1
+        if assign is not None and assign + 1 < len(toks):
+            after = toks[assign + 1]
+            magic = after[1] == "%" and assign + 2 < len(toks) and toks[assign + 2][0] == "name"
+            system = after[1] == "!" and not lines[toks[assign][2]].strip().startswith("=")
+            if magic or system:
+                end = _continued_end(lines, after[2])
+                _mask_rows(out, lines, row, end, indent)
+                row = end + 1
+                continue
+        row = max(nxt, row + 1)
+    return out
+
+
+def _automagic(out: list[str], first: int) -> list[str]:
+    """A one-line cell like `ls data/`, `cd dir` or `pip install x`: IPython's shell calls the magic of that name.
+    Only when the line is not Python already (then the verdict is the same and the analysis keeps the Python)."""
+    rest = out[first + 1:]
+    if rest and (len(rest) > 1 or rest[0] != ""):
+        return out
+    ln = out[first]
+    m = _LINE_SPLIT.match(ln)
+    if m is None or m.group(2) or m.group(3).lstrip("%") not in AUTOMAGICS:
+        return out
+    after = m.group(4).lstrip()
+    if after[:1] in ("=", ","):
+        return out
+    if _compile_error(ln + "\n") is None:
+        return out
+    new = list(out)
+    _mask_rows(new, out, first, first, "")
+    return new
+
+
+def _compile_error(text: str) -> Optional[tuple[int, int, str]]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc.lineno or 1, exc.offset or 1, f"SyntaxError: {exc.msg}"
+    except (ValueError, MemoryError, RecursionError, OverflowError) as exc:
+        detail = "source contains NUL bytes" if "null" in str(exc).lower() else str(exc) or type(exc).__name__
+        return 1, 1, f"SyntaxError: {detail}"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _libcst_error(text: str) -> Optional[tuple[int, int, str]]:
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        msg = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+        return exc.raw_line, exc.raw_column + 1, f"SyntaxError: {msg}"
+    except Exception as exc:  # RecursionError, or libcst's own errors on exotic input
+        return 1, 1, f"SyntaxError: could not parse: {type(exc).__name__}"
+    return None
+
+
+def _verdict(lines: list[str], out: list[str], prefixes: list[str]) -> CellTransform:
+    text = "\n".join(out)
+    if not text.endswith("\n"):
+        text += "\n"
+    error = _compile_error(text) or _libcst_error(text)
+    if error is None:
+        return CellTransform(tuple(out), tuple(prefixes))
+    row, col, msg = error
+    row = min(max(row, 1), len(lines))
+    col = max(col, 1) + len(prefixes[row - 1])
+    return CellTransform(tuple("" for _ in lines), tuple(prefixes), "error", (row, col, msg))
+
+
+def _cell_errors(code_cells: list[int], sources: list[str]) -> list[CellError]:
+    out = []
+    for index, src in zip(code_cells, sources):
+        t = transform_cell(src)
+        if t.error is not None:
+            out.append(CellError(index + 1, t.error[0], t.error[1], t.error[2]))
+    return out
+
+
+def _unmask_line(ln: str) -> str:
+    m = _MAGIC_RESTORE.match(ln)
+    if m is None:
+        return ln
+    return m.group(3) if m.group(2) else m.group(1) + m.group(3)
 
 
 def _unmask_magics(src: str) -> str:
-    out = []
-    for ln in src.split("\n"):
-        m = _MAGIC_RESTORE.match(ln)
-        if m is None:
-            out.append(ln)
-        else:
-            out.append(m.group(3) if m.group(2) else m.group(1) + m.group(3))
-    return "\n".join(out)
+    return "\n".join(_unmask_line(ln) for ln in src.split("\n"))
 
 
 def join_cells(sources: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The linted text of these cells (each made Python, a cell that is not Python left blank) and the (first,
+    last) row of each cell in it."""
     parts: list[str] = []
     rows: list[tuple[int, int]] = []
     row = 1
-    for k, src in enumerate(sources):
-        masked = _mask_magics(src)
+    for src in sources:
+        masked = transform_cell(src).text
         if not masked.endswith("\n"):
             masked += "\n"
         n = masked.count("\n")
@@ -167,8 +535,28 @@ def split_cells(text: str, count: int) -> Optional[list[str]]:
 
 
 def restore_cell(fixed_chunk: str, original: str) -> str:
-    """The fixed cell text with magics restored and the original's (lack of a) final newline."""
-    text = _unmask_magics(fixed_chunk)
+    """The fixed cell text with magics and IPython's dedent undone, every line the fix did not change byte for byte
+    as it was, and the original's (lack of a) final newline. A cell that was not Python comes back unchanged."""
+    t = transform_cell(original)
+    joined = t.text if t.text.endswith("\n") else t.text + "\n"
+    if t.kind != "python" or fixed_chunk == joined:
+        return original
+    old, orig = list(t.lines), original.split("\n")
+    if not original.endswith("\n"):
+        old.append("")
+        orig.append("")
+    new = fixed_chunk.split("\n")
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.extend(orig[i1:i2])
+            continue
+        for j in range(j1, j2):
+            i = min(i1 + (j - j1), i2 - 1) if i2 > i1 else max(i1 - 1, 0)  # the old line this one stands for
+            prefix = t.prefixes[i] if i < len(t.prefixes) and t.prefixes[i].strip() == "" else ""
+            ln = _unmask_line(new[j])
+            out.append(prefix + ln if ln else ln)
+    text = "\n".join(out)
     if not original.endswith("\n") and text.endswith("\n"):
         text = text[:-1]
     return text
