@@ -6,8 +6,9 @@ import json
 import pickle
 
 from test_cli import TF_MAP, run_tflint
-from tflint.cache import code_fingerprint
-from tflint.registry import _rules_from_cache, _write_cache, build_registry, check_classes, registry_cache_file
+from tflint.registry import (
+    _rules_from_cache, _write_cache, build_registry, check_classes, code_fingerprint, registry_cache_file,
+)
 
 
 class _Planted:

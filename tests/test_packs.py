@@ -14,7 +14,7 @@ from tflint.api import check_source, fix_source
 from tflint.cli import main
 from tflint.config import Config
 from tflint.engine import Settings
-from tflint.packs import PackError, load_pack
+from tflint.packs import PackError, load_pack, registry_with_packs
 from tflint.registry import RegistryError, build_registry, default_registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def project(tmp_path, monkeypatch):
 
 
 def pack_settings(*dirs, **kwargs) -> Settings:
-    return Settings.create(build_registry([Path(d) for d in dirs]), Config(), **kwargs)
+    return Settings.create(registry_with_packs([Path(d) for d in dirs]), Config(), **kwargs)
 
 
 def write_rule(directory: Path, name: str, text: str) -> Path:
@@ -100,7 +100,7 @@ def test_pack_rules_are_selectable_by_code_name_prefix_and_all(project, capsys):
     assert "ACME" not in out
     _, out, _ = run(capsys, *base, "--ignore", "ACME00")
     assert "ACME" not in out
-    reg = build_registry([EXAMPLE])
+    reg = registry_with_packs([EXAMPLE])
     assert reg.resolve("ALL") >= {"ACME001", "ACME005", "TFL101"}
     assert "ACME005" not in reg.select()  # `default: false` in the pack
     code, _, err = run(capsys, *base, "--select", "ACME999")
@@ -139,14 +139,14 @@ def test_tfl_prefix_is_reserved(tmp_path, capsys, code):
 def test_name_of_a_builtin_rule_cannot_be_reused(tmp_path):
     write_rule(tmp_path, "r.yaml", RULE.format(code="ACME1", name="map-without-parallel-calls"))
     with pytest.raises(PackError, match=r"r\.yaml:2: name map-without-parallel-calls is already used by TFL101"):
-        build_registry([tmp_path])
+        registry_with_packs([tmp_path])
 
 
 def test_code_used_twice_across_packs(tmp_path):
     write_rule(tmp_path / "a", "r.yaml", RULE.format(code="ACME1", name="rule-a"))
     write_rule(tmp_path / "b", "r.yaml", RULE.format(code="ACME1", name="rule-b"))
     with pytest.raises(PackError, match=r"b/r\.yaml:1: code ACME1 is already used by .*a/r\.yaml"):
-        build_registry([tmp_path / "a", tmp_path / "b"])
+        registry_with_packs([tmp_path / "a", tmp_path / "b"])
 
 
 def test_pack_errors_are_registry_errors():

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from .config import Config
-from .engine import CheckResult, FixResult, Settings, check_text, fix_text, syntax_error_finding
+from .document import SUFFIXES, Document, DocumentError, open_document
+from .engine import SYNTAX_ERROR, CheckResult, FixResult, Settings, check_text, fix_text, syntax_error_finding
 from .findings import Finding
 from .source import SourceError, SourceFile, decode, read_source, write_atomic
 
-PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+PYTHON_SUFFIXES = SUFFIXES  # the files a folder walk picks up
 
 
 def default_settings(config: Optional[Config] = None, **kwargs) -> Settings:
@@ -28,10 +29,8 @@ def default_settings(config: Optional[Config] = None, **kwargs) -> Settings:
 
 
 def check_source(text: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> list[Finding]:
-    settings = settings or default_settings()
-    if path.endswith(".ipynb"):
-        return check_file_text(text, path, settings).findings
-    return check_text(text, path, settings).findings
+    """The findings of one file's text (Python, or a notebook's JSON when `path` ends in .ipynb)."""
+    return check_file_text(text, path, settings or default_settings()).findings
 
 
 def fix_source(text: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> FixResult:
@@ -52,16 +51,22 @@ class FileResult:
 
 
 def check_file_text(text: str, path: str, settings: Settings) -> CheckResult:
-    if path.endswith(".ipynb"):
-        from .notebook import Notebook, NotebookError
+    doc = open_document(text, path)
+    if doc.lint_text is None:
+        return CheckResult(_selected_own(doc, settings))
+    res = check_text(doc.lint_text, path, settings)
+    return CheckResult(_with_own(doc, res.findings, settings), res.errors)
 
-        try:
-            nb = Notebook.parse(text, path)
-        except NotebookError as exc:
-            return CheckResult([syntax_error_finding(path, str(exc).split(": ", 1)[-1], 1, 0)])
-        res = check_text(nb.text, path, settings)
-        return CheckResult([nb.map_finding(f) for f in res.findings], res.errors)
-    return check_text(text, path, settings)
+
+def _selected_own(doc: Document, settings: Settings) -> list[Finding]:
+    """The document's own findings (TFL001 for a broken notebook or cell), when TFL001 is selected."""
+    return doc.own_findings if SYNTAX_ERROR in settings.codes_for(doc.path) else []
+
+
+def _with_own(doc: Document, engine_findings: list[Finding], settings: Settings) -> list[Finding]:
+    own = _selected_own(doc, settings)
+    mapped = doc.map_findings(engine_findings)
+    return sorted([*own, *mapped], key=lambda f: f.sort_key) if own else mapped
 
 
 def process_text(
@@ -76,35 +81,23 @@ def process_text(
         res = check_file_text(text, path, settings)
         result.findings, result.errors = res.findings, res.errors
         return result
-    notebook = None
-    lint_text = text
-    if path.endswith(".ipynb"):
-        from .notebook import Notebook, NotebookError
-
-        try:
-            notebook = Notebook.parse(text, path)
-        except NotebookError as exc:
-            result.findings = [syntax_error_finding(path, str(exc).split(": ", 1)[-1], 1, 0)]
-            return result
-        lint_text = notebook.text
-    fixed = fix_text(lint_text, path, settings)
+    doc = open_document(text, path)
+    if doc.lint_text is None:
+        result.findings = _selected_own(doc, settings)
+        return result
+    fixed = fix_text(doc.lint_text, path, settings)
     result.errors = fixed.errors
     result.messages = fixed.messages
     result.fixed = fixed.applied
     result.fixed_by_code = fixed.applied_by_code
-    result.findings = [notebook.map_finding(f) for f in fixed.findings] if notebook else fixed.findings
-    if fixed.text == lint_text:
+    result.findings = _with_own(doc, fixed.findings, settings)
+    if fixed.text == doc.lint_text:
         return result
-    if notebook is not None:
-        from .notebook import NotebookError, render_fixed
-
-        try:
-            new_text = render_fixed(notebook, fixed.text)
-        except NotebookError as exc:
-            result.messages.append(f"{path}: {exc}")
-            return result
-    else:
-        new_text = fixed.text
+    try:
+        new_text = doc.render(fixed.text)
+    except DocumentError as exc:
+        result.messages.append(f"{path}: {exc}")
+        return _not_written(result, text, path, settings)
     if diff:
         result.diff = "".join(
             difflib.unified_diff(
@@ -245,7 +238,7 @@ def _walk(top: Path, root: Path, exclude_spec, add) -> None:
         spec = _gitignore(d)
         if spec is not None and all(b != d.resolve() for b, _ in ignore_stack):
             ignore_stack.append((d.resolve(), spec))
-        dirnames[:] = sorted(n for n in dirnames if not ignored((d / n).resolve() if False else d / n, True))
+        dirnames[:] = sorted(n for n in dirnames if not ignored(d / n, True))
         for name in sorted(filenames):
             f = d / name
             if not name.endswith(PYTHON_SUFFIXES):

@@ -12,12 +12,11 @@ import hashlib
 import json
 import os
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from . import __version__
 from .findings import Applicability, Edit, Finding, Fix, Position
+from .registry import code_fingerprint, rules_dir
 
 CACHE_VERSION = "1"
 
@@ -27,24 +26,6 @@ def cache_dir(root: Path) -> Path:
     return Path(env) if env else Path(root) / ".tflint_cache"
 
 
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """tflint's own code and shipped rules: a development checkout invalidates the cache when either changes."""
-    from .registry import rules_dir
-
-    here = Path(__file__).resolve().parent
-    h = hashlib.sha256(__version__.encode())
-    for base in (here, rules_dir()):
-        for p in sorted(base.rglob("*")):
-            if p.suffix in (".py", ".yaml", ".json"):
-                try:
-                    st = p.stat()
-                except OSError:
-                    continue
-                h.update(f"{p.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:20]
-
-
 def settings_fingerprint(settings) -> str:
     h = hashlib.sha256()
     h.update(code_fingerprint().encode())
@@ -52,8 +33,6 @@ def settings_fingerprint(settings) -> str:
     h.update(",".join(sorted(settings.selected)).encode())
     h.update(str(settings.unsafe_fixes).encode())
     h.update(",".join(sorted(settings.fixable)).encode())
-    from .registry import rules_dir
-
     shipped = str(rules_dir().resolve())
     for meta in settings.registry:  # user rule packs are not covered by the code fingerprint
         if meta.path is not None and not str(Path(meta.path).resolve()).startswith(shipped):

@@ -294,34 +294,10 @@ def cmd_rule(args) -> int:
     if args.json:
         print(json.dumps(meta.to_json(), indent=2, ensure_ascii=False))
         return EXIT_CLEAN
+    from .docs import format_rule_doc
+
     print(format_rule_doc(meta))
     return EXIT_CLEAN
-
-
-def format_rule_doc(meta) -> str:
-    fix = "/".join(meta.fix)
-    lines = [f"# {meta.name} ({meta.code})", "", meta.summary, "",
-             f"Default: {'on' if meta.default else 'off'}    Fix: {fix}" + ("    Bench pair: yes" if meta.bench else ""), ""]
-    titles = {"what": "What it does", "why": "Why is this bad?", "example": "Example", "use-instead": "Use instead",
-              "fix-safety": "Fix safety", "limitations": "Known limitations", "references": "References"}
-    for key, title in titles.items():
-        value = meta.docs.get(key)
-        if not value:
-            continue
-        lines.append(f"## {title}")
-        if key in ("example", "use-instead"):
-            lines += ["```python", str(value).rstrip(), "```"]
-        elif isinstance(value, list):
-            lines += [f"- {v}" for v in value]
-        else:
-            lines.append(str(value).rstrip())
-        lines.append("")
-    if meta.options:
-        lines.append("## Options")
-        for k, v in meta.options.items():
-            lines.append(f"- `{k}` (default: {v!r})")
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
 
 
 def cmd_rules(args) -> int:

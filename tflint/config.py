@@ -157,10 +157,10 @@ class Config:
     def codes_for(self, registry, path: Optional[str], base: set[str]) -> set[str]:
         if not self.per_file_ignores or not path:
             return base
-        rel = _relative(path, self.root)
+        rel = relative_path(path, self.root)
         codes = set(base)
         for pattern, selectors in self.per_file_ignores.items():
-            if _match(rel, pattern):
+            if path_matches(rel, pattern):
                 for s in selectors:
                     codes -= registry.resolve(s)
         return codes
@@ -211,14 +211,14 @@ def find_pyproject(start: Path) -> Optional[Path]:
     return None
 
 
-def _relative(path: str, root: Path) -> str:
+def relative_path(path: str, root: Path) -> str:
     try:
         return Path(path).resolve().relative_to(root.resolve()).as_posix()
     except (ValueError, OSError):
         return Path(path).as_posix()
 
 
-def _match(rel: str, pattern: str) -> bool:
+def path_matches(rel: str, pattern: str) -> bool:
     pattern = pattern.rstrip("/")
     if fnmatch(rel, pattern) or fnmatch(rel, pattern + "/*"):
         return True

@@ -1,4 +1,5 @@
-"""Generated documentation: the README's rule table comes from the registry (`python -m tflint.docs`)."""
+"""Rule documentation as `tflint rule` and the editor's hover show it, and the generated parts of the README (its
+rule table comes from the registry, its included pages from docs/: `python -m tflint.docs`)."""
 from __future__ import annotations
 
 import re
@@ -16,6 +17,32 @@ def rule_table(registry) -> str:
         summary = m.summary.replace("|", "\\|")
         rows.append(f"| {m.code} | `{m.name}` | {'on' if m.default else 'off'} | {kind} | {summary} |")
     return "\n".join(rows)
+
+
+def format_rule_doc(meta) -> str:
+    fix = "/".join(meta.fix)
+    lines = [f"# {meta.name} ({meta.code})", "", meta.summary, "",
+             f"Default: {'on' if meta.default else 'off'}    Fix: {fix}" + ("    Bench pair: yes" if meta.bench else ""), ""]
+    titles = {"what": "What it does", "why": "Why is this bad?", "example": "Example", "use-instead": "Use instead",
+              "fix-safety": "Fix safety", "limitations": "Known limitations", "references": "References"}
+    for key, title in titles.items():
+        value = meta.docs.get(key)
+        if not value:
+            continue
+        lines.append(f"## {title}")
+        if key in ("example", "use-instead"):
+            lines += ["```python", str(value).rstrip(), "```"]
+        elif isinstance(value, list):
+            lines += [f"- {v}" for v in value]
+        else:
+            lines.append(str(value).rstrip())
+        lines.append("")
+    if meta.options:
+        lines.append("## Options")
+        for k, v in meta.options.items():
+            lines.append(f"- `{k}` (default: {v!r})")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def included(doc: Path) -> str:

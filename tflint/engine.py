@@ -169,7 +169,14 @@ def _parse(text: str, path: str) -> tuple[Optional[cst.Module], Optional[Finding
         return None, syntax_error_finding(path, f"SyntaxError: could not parse: {type(exc).__name__}: {exc}", 1, 0, text)
 
 
-def _quick_syntax_check(text: str, path: str) -> Optional[Finding]:
+@dataclass
+class _CPythonVerdict:
+    finding: Finding  # the TFL001 CPython's parser gives
+    limit: bool  # a parser limit (nesting, size), not a mistake in the code
+
+
+def _cpython_syntax(text: str, path: str) -> Optional[_CPythonVerdict]:
+    """CPython's own parser's verdict on the text: None when it parses."""
     import ast
     import warnings
 
@@ -179,44 +186,38 @@ def _quick_syntax_check(text: str, path: str) -> Optional[Finding]:
             ast.parse(text)
         return None
     except SyntaxError as exc:
-        return syntax_error_finding(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, (exc.offset or 1) - 1, text)
+        f = syntax_error_finding(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, (exc.offset or 1) - 1, text)
+        return _CPythonVerdict(f, limit="too many nested" in (exc.msg or ""))
     except (RecursionError, MemoryError, ValueError) as exc:
-        return syntax_error_finding(path, f"SyntaxError: could not parse: {type(exc).__name__}", 1, 0, text)
-
-
-def _nesting_guard(text: str, path: str) -> Optional[Finding]:
-    """libcst's native parser crashes the process (SIGSEGV) on a few thousand nested brackets and takes minutes on
-    very long operator chains; CPython's own parser rejects both cleanly. Ask it first, only for these limits (other
-    syntax errors are left to libcst, whose grammar may be newer than the running Python's)."""
-    if "\x00" in text:
-        return syntax_error_finding(path, "Cannot check: the file contains NUL bytes (binary?)", 1, 0)
-    f = _quick_syntax_check(text, path)
-    if f is not None and ("too many nested" in f.message or "could not parse" in f.message):
-        return f.with_changes(message=f"SyntaxError: too deeply nested to check ({f.message.split(': ', 1)[-1]})")
-    return None
+        f = syntax_error_finding(path, f"SyntaxError: could not parse: {type(exc).__name__}", 1, 0, text)
+        return _CPythonVerdict(f, limit=True)
 
 
 def check_text(text: str, path: str, settings: Settings) -> CheckResult:
     codes = settings.codes_for(path)
-    if not settings.may_contain_tf(text):
-        f = _quick_syntax_check(text, path)
-        if f is not None and "too many nested" not in f.message and "could not parse" not in f.message:
-            if _parse(text, path)[0] is not None:
-                f = None  # syntax newer than the running Python's (`type X = int` on 3.11): libcst's grammar has it
-        findings = [f] if f is not None and SYNTAX_ERROR in codes else []
-        if UNUSED_SUPPRESSION in codes and ("noqa" in text or "tflint" in text):
-            pass  # fall through to the full path so unused suppressions are found
-        else:
-            return CheckResult(findings)
-    guard = _nesting_guard(text, path)
-    if guard is not None:
-        return CheckResult([guard] if SYNTAX_ERROR in codes else [])
+
+    def report(f: Optional[Finding]) -> CheckResult:
+        return CheckResult([f] if f is not None and SYNTAX_ERROR in codes else [])
+
+    if "\x00" in text:
+        return report(syntax_error_finding(path, "Cannot check: the file contains NUL bytes (binary?)", 1, 0))
+    # libcst's native parser crashes the process (SIGSEGV) on a few thousand nested brackets and takes minutes on
+    # very long operator chains; CPython's own parser rejects both cleanly, so it is asked first. Other syntax
+    # errors are left to libcst, whose grammar may be newer than the running Python's.
+    cpython = _cpython_syntax(text, path)
+    if cpython is not None and cpython.limit:
+        f = cpython.finding
+        return report(f.with_changes(message=f"SyntaxError: too deeply nested to check ({f.message.split(': ', 1)[-1]})"))
+    if not settings.may_contain_tf(text) and not (UNUSED_SUPPRESSION in codes and ("noqa" in text or "tflint" in text)):
+        # only a syntax check (unused suppressions still need the full path)
+        if cpython is not None and _parse(text, path)[0] is not None:
+            return report(None)  # syntax newer than the running Python's (`type X = int` on 3.11): libcst has it
+        return report(cpython.finding if cpython else None)
     module, error = _parse(text, path)
     if module is None:
         # CPython's parser places the error where the user made it (libcst's native parser often points a line
         # or more later); keep libcst's report when CPython accepts the text (syntax newer than this Python's)
-        error = _quick_syntax_check(text, path) or error
-        return CheckResult([error] if SYNTAX_ERROR in codes and error else [])
+        return report(cpython.finding if cpython else error)
     return _check_module(text, path, module, settings, codes)
 
 

@@ -28,7 +28,7 @@ from typing import Iterable, Optional
 from .engine import SYNTAX_ERROR, UNUSED_SUPPRESSION, Settings, apply_edits, check_text
 from .findings import Finding
 from .source import LineIndex, SourceError, read_source, write_atomic
-from .suppress import _NOQA, _SPLIT, parse_directives
+from .suppress import NOQA_COMMENT, parse_directives, split_codes
 
 NEVER_NOQA = frozenset({SYNTAX_ERROR, UNUSED_SUPPRESSION})
 _CODE_LIKE = re.compile(r"[A-Za-z]+[0-9]+|[a-z][a-z0-9]*(?:-[a-z0-9]+)+")  # a code (E501) or a rule name
@@ -87,12 +87,12 @@ def _statement_start(tree: ast.AST, row: int) -> Optional[int]:
 def merge_noqa(comment: str, codes: Iterable[str]) -> Optional[str]:
     """The comment with `codes` merged into its `# noqa: ...` directive, or None when it has none (or a bare
     `# noqa`, which already covers everything)."""
-    m = _NOQA.search(comment)
+    m = NOQA_COMMENT.search(comment)
     if m is None:
         return None
     if m.group("codes") is None:
         return comment
-    present = [c for c in _SPLIT.split(m.group("codes")) if c]
+    present = split_codes(m.group("codes"))
     new = [c for c in codes if c not in present]
     if not new:
         return comment
@@ -157,7 +157,7 @@ def noqa_edits(text: str, targets: dict[int, Iterable[str]]) -> tuple[list[TextE
         if existing is not None:
             s, comment = existing
             m = re.search(r"\[([^\]]*)\]", comment)
-            present = [c for c in _SPLIT.split(m.group(1)) if c] if m else []
+            present = split_codes(m.group(1)) if m else []
             new = [c for c in codes if c not in present]
             if m and new:
                 inner = ", ".join([*present, *new])
@@ -210,7 +210,7 @@ class NoqaResult:
 
 
 def add_noqa_to_text(text: str, path: str, settings: Settings) -> NoqaResult:
-    """Suppress every current finding in a Python text (not a notebook's JSON: see add_noqa_to_notebook)."""
+    """Suppress every current finding in a Python text (not a notebook's JSON: see add_noqa_to_file_text)."""
     result = NoqaResult(text)
     findings = check_text(text, path, settings).findings
     targets = targets_for(findings)
@@ -231,22 +231,22 @@ def add_noqa_to_text(text: str, path: str, settings: Settings) -> NoqaResult:
     return result
 
 
-def add_noqa_to_notebook(raw: str, path: str, settings: Settings) -> NoqaResult:
-    from .notebook import Notebook, NotebookError, render_fixed
+def add_noqa_to_file_text(text: str, path: str, settings: Settings) -> NoqaResult:
+    """Suppress every current finding in a file's text: a Python file, or a notebook (only the source of the cells
+    that change is rewritten)."""
+    from .document import DocumentError, open_document
 
-    result = NoqaResult(raw)
-    try:
-        nb = Notebook.parse(raw, path)
-    except NotebookError as exc:
-        result.messages.append(str(exc))
+    doc = open_document(text, path)
+    result = NoqaResult(text, messages=[f"{path}: {f.message}" for f in doc.own_findings if doc.lint_text is None])
+    if doc.lint_text is None:
         return result
-    inner = add_noqa_to_text(nb.text, path, settings)
+    inner = add_noqa_to_text(doc.lint_text, path, settings)
     result.messages = inner.messages
-    if inner.text == nb.text:
+    if inner.text == doc.lint_text:
         return result
     try:
-        result.text = render_fixed(nb, inner.text)
-    except NotebookError as exc:
+        result.text = doc.render(inner.text)
+    except DocumentError as exc:
         result.messages.append(f"{path}: {exc}")
         return result
     result.added = inner.added
@@ -266,10 +266,7 @@ def add_noqa(paths: list[str], settings: Settings) -> int:
         except SourceError as exc:
             messages.append(str(exc))
             continue
-        if path.endswith(".ipynb"):
-            res = add_noqa_to_notebook(src.text, path, settings)
-        else:
-            res = add_noqa_to_text(src.text, path, settings)
+        res = add_noqa_to_file_text(src.text, path, settings)
         messages += res.messages
         if res.text == src.text:
             continue
@@ -295,9 +292,7 @@ def add_noqa_stdin(data: bytes, filename: str, settings: Settings) -> int:
     except SourceError as exc:
         print(f"tflint: error: {exc}", file=sys.stderr)
         return 2
-    res = add_noqa_to_notebook(text, filename, settings) if filename.endswith(".ipynb") else add_noqa_to_text(
-        text, filename, settings
-    )
+    res = add_noqa_to_file_text(text, filename, settings)
     sys.stdout.write(res.text)
     for m in res.messages:
         print(f"tflint: warning: {m}", file=sys.stderr)

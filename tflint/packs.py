@@ -317,6 +317,14 @@ def rule_files(directory: Path) -> list[Path]:
     return out
 
 
+def registry_with_packs(directories: Iterable[Path]) -> Registry:
+    """The shipped rules and the rules of each pack folder, in order."""
+    reg = build_registry()
+    for d in directories:
+        load_pack(reg, Path(d))
+    return reg
+
+
 def load_pack(reg: Registry, directory: Path) -> list[RuleMeta]:
     """Add the rules of a user pack to `reg`. Raises PackError on a missing folder, a malformed file, a
     reserved prefix, or a code or name that is already taken. Loading the same folder twice is harmless."""

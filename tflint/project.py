@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from .config import Config, ConfigError, parse_version
-from .registry import Registry, RegistryError, build_registry, default_registry
+from .registry import Registry, RegistryError, default_registry
 
 ProjectError = (ConfigError, RegistryError)
 
@@ -45,7 +45,12 @@ class Project:
     def from_config(cls, config: Config, rules_dirs: Sequence[Path] = ()) -> "Project":
         """A project from a configuration built in code (the API, tests), its rule packs loaded and validated."""
         extra = [*config.rules_dirs, *rules_dirs]
-        registry = build_registry(extra) if extra else default_registry()
+        if extra:
+            from .packs import registry_with_packs  # imported only by users of rule packs
+
+            registry = registry_with_packs(extra)
+        else:
+            registry = default_registry()
         config.validate(registry)
         return cls(config, registry)
 

@@ -6,12 +6,15 @@ itself read by one generic matcher. Unknown codes or names are errors.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Optional
+
+from . import __version__
 
 DOC_SECTIONS = ("what", "why", "example", "use-instead", "fix-safety", "limitations", "references")
 FIX_KINDS = ("none", "safe", "unsafe", "display")
@@ -66,6 +69,22 @@ def rules_dir() -> Path:
     if packaged.is_dir():
         return packaged
     return here.parent / "rules"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """tflint's own code and shipped rules: a development checkout invalidates the cache when either changes."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256(__version__.encode())
+    for base in (here, rules_dir()):
+        for p in sorted(base.rglob("*")):
+            if p.suffix in (".py", ".yaml", ".json"):
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                h.update(f"{p.relative_to(base)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:20]
 
 
 def _load_yaml_rule(path: Path) -> dict[str, Any]:
@@ -210,8 +229,6 @@ def registry_cache_file() -> Path:
     held a pickle once: a cache folder restored in CI from an untrusted branch must never be a way in)."""
     import os
 
-    from .cache import code_fingerprint
-
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tflint"
     return base / f"registry-{code_fingerprint()}.json"
 
@@ -284,19 +301,10 @@ def _write_cache(cache_file: Path, rules: list[RuleMeta]) -> None:
         pass  # no writable cache directory (or a rule that is not plain data): build it every time
 
 
-def build_registry(extra_dirs: Iterable[Path] = ()) -> Registry:
-    reg = Registry(_builtin_rules())
-    # A check without its YAML is not registered (tests/test_registry.py asserts there is none).
-    for d in extra_dirs:
-        load_pack(reg, Path(d))
-    return reg
-
-
-def load_pack(reg: Registry, directory: Path) -> None:
-    """Load a user rule pack (YAML rules in `directory`). Implemented by tflint.packs when present."""
-    from . import packs  # noqa: F401  (imported lazily: only for users of rule packs)
-
-    packs.load_pack(reg, directory)
+def build_registry() -> Registry:
+    """A new registry of the shipped rules (a check without its YAML is not registered: tests/test_registry.py
+    asserts there is none). Rule packs are added by tflint.packs (`registry_with_packs`)."""
+    return Registry(_builtin_rules())
 
 
 @lru_cache(maxsize=None)

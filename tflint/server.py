@@ -279,9 +279,7 @@ class TflintServer(LanguageServer):
         cells = self._code_cells(nb)
         snapshot = [(uri, doc.version, doc.source) for uri, doc in cells]
         version = nb.version
-        path = to_fs_path(nb.uri) or nb.uri
-        if not path.endswith(".ipynb"):
-            path += ".ipynb"
+        path = _notebook_path(nb.uri)
         settings, per_cell = await self.run(self._analyse_cells, [s for _, _, s in snapshot], path)
         nb = self.workspace.get_notebook_document(notebook_uri=nb_uri)
         if nb is None or nb.version != version or settings is None:
@@ -306,37 +304,39 @@ class TflintServer(LanguageServer):
         return out
 
     def _analyse_cells(self, sources: list[str], path: str) -> tuple[Settings, list[list[Finding]]]:
-        from .notebook import Notebook, join_cells
+        from .document import NotebookDocument
 
         settings = self._settings_or_report(path)
         if settings is None:
             return None, [[] for _ in sources]
         if self.excluded(path, settings):
             return settings, [[] for _ in sources]
-        text, rows = join_cells(sources)
-        nb = Notebook("", {}, list(range(len(sources))), sources, text, rows)
-        result = check_text(text, path, settings)
+        doc = NotebookDocument.from_cells(sources, path)
+        found = doc.map_findings(check_text(doc.lint_text, path, settings).findings)
+        if SYNTAX_ERROR in settings.codes_for(path):
+            found += doc.own_findings
         per_cell: list[list[Finding]] = [[] for _ in sources]
-        for f in result.findings:
-            m = nb.map_finding(f)
-            if m.cell is not None:
-                per_cell[m.cell - 1].append(m.with_changes(cell=None))
+        for f in found:
+            if f.cell is not None:
+                per_cell[f.cell - 1].append(f.with_changes(cell=None))
         return settings, per_cell
 
     def _joined_fix(self, nb_uri: str, settings_path: str, settings: Settings) -> dict[str, str]:
         """Safe fixes for a whole notebook: cell uri -> new text of the cells that change."""
-        from .notebook import Notebook, fixed_sources, join_cells
+        from .document import DocumentError, NotebookDocument
 
         nb = self.workspace.get_notebook_document(notebook_uri=nb_uri)
         if nb is None:
             return {}
         cells = self._code_cells(nb)
         sources = [doc.source for _, doc in cells]
-        text, rows = join_cells(sources)
-        model = Notebook("", {}, list(range(len(sources))), sources, text, rows)
-        fixed = fix_text(text, settings_path, _safe_only(settings))
-        new = fixed_sources(model, fixed.text) if fixed.text != text else None
-        if not new:
+        doc = NotebookDocument.from_cells(sources, settings_path)
+        fixed = fix_text(doc.lint_text, settings_path, _safe_only(settings))
+        if fixed.text == doc.lint_text:
+            return {}
+        try:
+            new = doc.cell_texts(fixed.text)
+        except DocumentError:
             return {}
         return {uri: n for (uri, _), n, o in zip(cells, new, sources) if n != o}
 
@@ -424,10 +424,7 @@ class TflintServer(LanguageServer):
     def fix_all_edit(self, a: Analysis) -> Optional[lsp.WorkspaceEdit]:
         """Every safe fix (never unsafe ones, whatever the configuration says) as one workspace edit."""
         if a.notebook is not None:
-            path = to_fs_path(a.notebook) or a.notebook
-            if not path.endswith(".ipynb"):
-                path += ".ipynb"
-            changed = self._joined_fix(a.notebook, path, a.settings)
+            changed = self._joined_fix(a.notebook, _notebook_path(a.notebook), a.settings)
             if not changed:
                 return None
             changes = {}
@@ -465,6 +462,14 @@ class TflintServer(LanguageServer):
             if fs <= end and start <= fe:
                 out.append(f)
         return out
+
+
+def _notebook_path(uri: str) -> str:
+    """The file path a notebook's settings are looked up by (an untitled notebook still counts as a notebook)."""
+    from .document import NotebookDocument
+
+    path = to_fs_path(uri) or uri
+    return path if path.endswith(NotebookDocument.suffixes) else path + NotebookDocument.suffixes[0]
 
 
 def _safe_only(settings: Settings) -> Settings:
@@ -666,7 +671,7 @@ async def _hover(ls: TflintServer, params: lsp.HoverParams) -> Optional[lsp.Hove
     hits = ls.findings_in(a, at)
     if not hits:
         return None
-    from .cli import format_rule_doc
+    from .docs import format_rule_doc
 
     parts = []
     seen = set()

@@ -13,10 +13,15 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
+NOQA_COMMENT = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?", re.IGNORECASE)
 _FILE = re.compile(r"#\s*tflint:\s*noqa(?::\s*(?P<codes>[\w\-]+(?:[\s,]+[\w\-]+)*))?\s*$", re.IGNORECASE)
 _NEXT = re.compile(r"#\s*tflint:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
 _SPLIT = re.compile(r"[\s,]+")
+
+
+def split_codes(text: str) -> list[str]:
+    """The codes or names of a directive's list (`TFL101, TFL102` or `TFL101 TFL102`)."""
+    return [c for c in _SPLIT.split(text) if c]
 
 
 @dataclass
@@ -66,17 +71,17 @@ def parse_directives(text: str) -> list[Directive]:
     for row, col, comment, own_line in _comments(text):
         m = _FILE.search(comment)
         if m:
-            codes = tuple(c for c in _SPLIT.split(m.group("codes") or "") if c) or None
+            codes = tuple(split_codes(m.group("codes") or "")) or None
             out.append(Directive("file", codes, row, col, col + len(comment), comment, (1, 1 << 30), own_line=own_line))
             continue
         m = _NEXT.search(comment)
         if m:
-            codes = tuple(c for c in _SPLIT.split(m.group("codes")) if c) or None
+            codes = tuple(split_codes(m.group("codes"))) or None
             out.append(Directive("next", codes, row, col, col + len(comment), comment, (row + 1, row + 1), own_line=own_line))
             continue
-        m = _NOQA.search(comment)
+        m = NOQA_COMMENT.search(comment)
         if m:
-            codes = tuple(c for c in _SPLIT.split(m.group("codes") or "") if c) or None
+            codes = tuple(split_codes(m.group("codes") or "")) or None
             out.append(Directive("line", codes, row, col, col + len(comment), comment, (row, row), own_line=own_line))
     return out
 
@@ -171,13 +176,13 @@ class Suppressions:
 
 def remove_codes(comment: str, codes: list[str]) -> str:
     """The comment with `codes` removed; "" when nothing of the directive is left."""
-    for rx in (_FILE, _NEXT, _NOQA):
+    for rx in (_FILE, _NEXT, NOQA_COMMENT):
         m = rx.search(comment)
         if m:
             break
     else:  # pragma: no cover - caller passes a directive comment
         return comment
-    present = [c for c in _SPLIT.split(m.group("codes") or "") if c]
+    present = split_codes(m.group("codes") or "")
     keep = [c for c in present if c not in codes]
     if not keep:
         rest = (comment[: m.start()] + comment[m.end():]).strip()

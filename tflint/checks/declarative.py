@@ -98,13 +98,13 @@ def applies_to(path: Optional[str], config: Any, paths: Any) -> bool:
     to the project root and match as `per-file-ignores` patterns do (a folder covers what is below it)."""
     if not paths or not isinstance(paths, dict) or not path:
         return True
-    from ..config import _match, _relative
+    from ..config import path_matches, relative_path
 
-    rel = _relative(path, config.root)
+    rel = relative_path(path, config.root)
     include = paths.get("include") or []
-    if include and not any(_match(rel, g) for g in include):
+    if include and not any(path_matches(rel, g) for g in include):
         return False
-    return not any(_match(rel, g) for g in paths.get("exclude") or [])
+    return not any(path_matches(rel, g) for g in paths.get("exclude") or [])
 
 
 def _names(value: Any) -> set[str]:

@@ -709,9 +709,9 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            from .child import _kill_group
+            from .child import kill_group
 
-            _kill_group(self.proc)
+            kill_group(self.proc)
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

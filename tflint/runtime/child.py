@@ -116,7 +116,7 @@ def run_in_child(
             try:
                 rc = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
+                kill_group(proc)
                 return ChildResult(
                     STATUS_TIMEOUT,
                     message=f"the user code did not finish within {timeout:g} s (raise --timeout if it needs longer)",
@@ -125,7 +125,7 @@ def run_in_child(
                 )
             finally:
                 if proc.poll() is None:  # pragma: no cover - interrupted
-                    _kill_group(proc)
+                    kill_group(proc)
         stderr = _tail(out_path)
         wall = time.perf_counter() - start
         if resp.exists():
@@ -149,7 +149,7 @@ def run_in_child(
         return ChildResult(STATUS_CRASH, message=f"the child process {how}{hint}", stderr=stderr, wall=wall)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

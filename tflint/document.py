@@ -1,0 +1,122 @@
+"""What a file is to the analysis: a Python file, or a notebook whose code cells are Python.
+
+Everything that reads, analyses or writes a file goes through a `Document`, so nothing else asks what a file's
+extension is:
+
+    doc = open_document(text, path)       # the one place a path's suffix picks the type
+    findings = [*doc.own_findings, *doc.map_findings(check_text(doc.lint_text, path, settings).findings)]
+    new_text = doc.render(fixed_lint_text)  # the file's text after fixes (DocumentError when it cannot be)
+
+A document's `lint_text` is the Python the engine analyses (None when nothing in the file can be); `map_findings()`
+maps the engine's findings back to the file's own coordinates (a cell and a row within it); `own_findings` are the
+document's own (a notebook that is not valid JSON, a cell that does not compile). `render()` keeps every byte the fixes did not touch.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from .findings import Finding, Position
+
+SYNTAX_ERROR = "TFL001"
+
+
+class DocumentError(Exception):
+    """A fixed text that cannot be written back into the file's own format; the message is for the user."""
+
+
+def syntax_error(path: str, message: str, row: int = 1, column: int = 1, cell: Optional[int] = None,
+                 source_line: Optional[str] = None) -> Finding:
+    """A TFL001 finding (rows and columns 1-based)."""
+    at = Position(max(row, 1), max(column, 1))
+    return Finding(code=SYNTAX_ERROR, name="syntax-error", message=message, filename=path, cell=cell, location=at,
+                   end_location=at, source_line=source_line)
+
+
+class Document:
+    """A Python file: the text is what is analysed, positions need no mapping."""
+
+    suffixes: tuple[str, ...] = (".py", ".pyi")
+    is_notebook = False
+
+    def __init__(self, text: str, path: str) -> None:
+        self.text = text
+        self.path = path
+        self.lint_text: Optional[str] = text  # None: nothing in the file can be analysed
+        self.own_findings: list[Finding] = []
+
+    def map_findings(self, engine_findings: Sequence[Finding]) -> list[Finding]:
+        """The engine's findings on `lint_text`, in the file's own coordinates."""
+        return list(engine_findings)
+
+    def render(self, fixed_lint_text: str) -> str:
+        return fixed_lint_text
+
+
+class NotebookDocument(Document):
+    """A Jupyter notebook: its Python code cells are joined into one text (tflint.notebook); findings are
+    reported on their cell, a cell that does not compile is one TFL001 and left out, and fixes rewrite only the
+    `source` of the cells they change."""
+
+    suffixes = (".ipynb",)
+    is_notebook = True
+
+    def __init__(self, text: str, path: str, notebook=None) -> None:
+        from .notebook import Notebook, NotebookError
+
+        super().__init__(text, path)
+        self.notebook = notebook
+        if notebook is None:
+            try:
+                self.notebook = Notebook.parse(text, path)
+            except NotebookError as exc:
+                self.lint_text = None
+                self.own_findings = [syntax_error(path, str(exc).split(": ", 1)[-1])]
+                return
+        self.lint_text = self.notebook.text
+        self.own_findings = [
+            syntax_error(path, e.message, e.row, e.column, cell=e.cell) for e in self.notebook.cell_errors
+        ]
+
+    @classmethod
+    def from_cells(cls, sources: list[str], path: str) -> "NotebookDocument":
+        """A notebook known only by its code cells' sources (an editor's open notebook): cell k is sources[k]."""
+        from .notebook import Notebook, join_cells
+
+        text, rows = join_cells(sources)
+        return cls("", path, Notebook("", {}, list(range(len(sources))), list(sources), text, rows))
+
+    def map_findings(self, engine_findings: Sequence[Finding]) -> list[Finding]:
+        return [self.notebook.map_finding(f) for f in engine_findings]
+
+    def cell_texts(self, fixed_lint_text: str) -> list[str]:
+        """The source of every code cell after fixes (DocumentError when a cell boundary was lost)."""
+        from .notebook import fixed_sources
+
+        sources = fixed_sources(self.notebook, fixed_lint_text)
+        if sources is None:
+            raise DocumentError("the fixed text lost a cell boundary; notebook not written")
+        return sources
+
+    def render(self, fixed_lint_text: str) -> str:
+        from .notebook import NotebookError, render_fixed
+
+        try:
+            return render_fixed(self.notebook, fixed_lint_text)
+        except NotebookError as exc:
+            raise DocumentError(str(exc)) from None
+
+
+DOCUMENT_TYPES: tuple[type[Document], ...] = (NotebookDocument, Document)
+SUFFIXES: tuple[str, ...] = tuple(s for t in DOCUMENT_TYPES for s in t.suffixes)
+
+
+def document_type(path: str) -> type[Document]:
+    """The type of document a path names: a notebook by its suffix, anything else (stdin, `<string>`) Python."""
+    for t in DOCUMENT_TYPES:
+        if path.endswith(t.suffixes):
+            return t
+    return Document
+
+
+def open_document(text: str, path: str) -> Document:
+    return document_type(path)(text, path)
