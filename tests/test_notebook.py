@@ -371,3 +371,31 @@ def test_verdict_agrees_with_ipython(cell, ipython_shell):
         assert ours.kind == "python", ours
     else:
         assert ours.kind == "error" and ours.error is not None
+
+
+def test_a_cell_only_libcst_rejects_is_left_out_and_the_rest_analysed():
+    """libcst is asked once, on the joined text (not cell by cell): when it rejects a row that CPython compiled,
+    the cell holding that row becomes a TFL001 and the rest is analysed again without it; fixes never touch it."""
+    from tflint.document import NotebookDocument
+    from tflint.engine import CheckResult, syntax_error_finding
+
+    cells = ["import tensorflow as tf\n", "x = 1\ny = 2\n", "ds = tf.data.Dataset.range(3).map(lambda x: x)\n"]
+    doc = NotebookDocument.from_cells(cells, "nb.ipynb")
+    first, _ = doc.notebook.cell_rows[1]
+    runs = []
+
+    def run(text):  # stands for the engine: it "rejects" row 2 of cell 2 while that cell is in the text
+        runs.append(text)
+        if "y = 2" in text:
+            return CheckResult([], syntax_error=syntax_error_finding("nb.ipynb", "SyntaxError: libcst says no", first + 1, 4))
+        return CheckResult([])
+
+    res = doc.analyse(run)
+    assert res.syntax_error is None and len(runs) == 2
+    [own] = doc.own_findings
+    assert (own.code, own.cell, own.location.row, own.location.column) == ("TFL001", 2, 2, 5)
+    assert "x = 1" not in doc.lint_text and "Dataset.range" in doc.lint_text
+    # a fix pass that rewrote every line would still leave the excluded cell as it was
+    assert doc.cell_texts(doc.lint_text.replace("range(3)", "range(4)"))[1] == cells[1]
+    # a row in no analysed cell cannot be excluded: the loop ends
+    assert not doc.exclude(syntax_error_finding("nb.ipynb", "SyntaxError: x", first + 1, 0))

@@ -54,7 +54,7 @@ def check_file_text(text: str, path: str, settings: Settings) -> CheckResult:
     doc = open_document(text, path)
     if doc.lint_text is None:
         return CheckResult(_selected_own(doc, settings))
-    res = check_text(doc.lint_text, path, settings)
+    res = doc.analyse(lambda text: check_text(text, path, settings))
     return CheckResult(_with_own(doc, res.findings, settings), res.errors)
 
 
@@ -85,7 +85,7 @@ def process_text(
     if doc.lint_text is None:
         result.findings = _selected_own(doc, settings)
         return result
-    fixed = fix_text(doc.lint_text, path, settings)
+    fixed = doc.analyse(lambda text: fix_text(text, path, settings))
     result.errors = fixed.errors
     result.messages = fixed.messages
     result.fixed = fixed.applied

@@ -13,11 +13,12 @@ document's own (a notebook that is not valid JSON, a cell that does not compile)
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence, TypeVar
 
 from .findings import Finding, Position
 
 SYNTAX_ERROR = "TFL001"
+R = TypeVar("R")
 
 
 class DocumentError(Exception):
@@ -51,6 +52,19 @@ class Document:
     def render(self, fixed_lint_text: str) -> str:
         return fixed_lint_text
 
+    def analyse(self, run: Callable[[str], R]) -> R:
+        """`run(lint_text)` (a check or a fix whose result has `syntax_error`), run again without each part of the
+        text that does not parse, as long as the document can leave such a part out."""
+        result = run(self.lint_text)
+        while result.syntax_error is not None and self.exclude(result.syntax_error):
+            result = run(self.lint_text)
+        return result
+
+    def exclude(self, error: Finding) -> bool:
+        """Leave out the part of the text that holds this syntax error and analyse the rest (a notebook's cell);
+        False when there is no such part (a Python file is one piece)."""
+        return False
+
 
 class NotebookDocument(Document):
     """A Jupyter notebook: its Python code cells are joined into one text (tflint.notebook); findings are
@@ -77,13 +91,20 @@ class NotebookDocument(Document):
             syntax_error(path, e.message, e.row, e.column, cell=e.cell) for e in self.notebook.cell_errors
         ]
 
+    def exclude(self, error: Finding) -> bool:
+        if not self.notebook.exclude_cell_at(error.location.row, error.location.column, error.message):
+            return False
+        e = self.notebook.cell_errors[-1]
+        self.own_findings.append(syntax_error(self.path, e.message, e.row, e.column, cell=e.cell))
+        self.lint_text = self.notebook.text
+        return True
+
     @classmethod
     def from_cells(cls, sources: list[str], path: str) -> "NotebookDocument":
         """A notebook known only by its code cells' sources (an editor's open notebook): cell k is sources[k]."""
-        from .notebook import Notebook, join_cells
+        from .notebook import Notebook
 
-        text, rows = join_cells(sources)
-        return cls("", path, Notebook("", {}, list(range(len(sources))), list(sources), text, rows))
+        return cls("", path, Notebook.from_sources(sources))
 
     def map_findings(self, engine_findings: Sequence[Finding]) -> list[Finding]:
         return [self.notebook.map_finding(f) for f in engine_findings]

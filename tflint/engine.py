@@ -125,6 +125,7 @@ class FileContext:
 class CheckResult:
     findings: list[Finding]
     errors: list[str] = field(default_factory=list)  # internal errors (a rule crashed): exit code 2
+    syntax_error: Optional[Finding] = None  # why the text could not be analysed (whether or not TFL001 is selected)
 
 
 _VISIT_CACHE: dict[type, list[tuple[str, type]]] = {}
@@ -197,7 +198,7 @@ def check_text(text: str, path: str, settings: Settings) -> CheckResult:
     codes = settings.codes_for(path)
 
     def report(f: Optional[Finding]) -> CheckResult:
-        return CheckResult([f] if f is not None and SYNTAX_ERROR in codes else [])
+        return CheckResult([f] if f is not None and SYNTAX_ERROR in codes else [], syntax_error=f)
 
     if "\x00" in text:
         return report(syntax_error_finding(path, "Cannot check: the file contains NUL bytes (binary?)", 1, 0))
@@ -227,7 +228,7 @@ def _check_module(text: str, path: str, module: cst.Module, settings: Settings, 
         sem = Semantics(module, settings.dataset_functions)
     except RecursionError:
         f = syntax_error_finding(path, "SyntaxError: too deeply nested to analyse", 1, 0, text)
-        return CheckResult([f] if SYNTAX_ERROR in codes else [])
+        return CheckResult([f] if SYNTAX_ERROR in codes else [], syntax_error=f)
     ctx = FileContext(path, text, module, sem, settings)
     for code in sorted(codes):
         meta = settings.registry.rules.get(code)
@@ -430,6 +431,7 @@ class FixResult:
     applied_by_code: dict[str, int] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)  # refused fixes, non-convergence
     errors: list[str] = field(default_factory=list)
+    syntax_error: Optional[Finding] = None  # the original text could not be analysed (nothing was fixed)
 
 
 def applicable(f: Finding, settings: Settings) -> bool:
@@ -484,9 +486,11 @@ def _parses(text: str) -> bool:
 def fix_text(text: str, path: str, settings: Settings) -> FixResult:
     result = FixResult(text, [])
     refused: set[tuple[str, int, int]] = set()
-    for _ in range(MAX_PASSES):
+    for pass_no in range(MAX_PASSES):
         checked = check_text(text, path, settings)
         result.errors = checked.errors
+        if pass_no == 0:
+            result.syntax_error = checked.syntax_error
         candidates = [
             f for f in checked.findings
             if applicable(f, settings) and (f.code, f.location.row, f.location.column) not in refused

@@ -18,7 +18,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from .findings import Edit, Finding, Fix, Position
 
@@ -50,6 +50,7 @@ class Notebook:
     text: str = ""  # the joined, magic-free text that is linted
     cell_rows: list[tuple[int, int]] = field(default_factory=list)  # (first row, last row) of each cell in text
     cell_errors: list[CellError] = field(default_factory=list)  # cells left out because they do not compile
+    blanked: set[int] = field(default_factory=set)  # code cells (k into sources) left out after libcst rejected them
 
     def __post_init__(self) -> None:
         if self.text and not self.cell_errors:  # built from join_cells' output (the language server's path)
@@ -92,6 +93,19 @@ class Notebook:
         nb.text, nb.cell_rows = join_cells(sources)
         nb.cell_errors = _cell_errors(code_cells, sources)
         return nb
+
+    def exclude_cell_at(self, row: int, column: int, message: str) -> bool:
+        """Leave out the cell holding joined-text `row`, which libcst cannot parse though CPython compiles it (rare:
+        checked once on the joined text rather than cell by cell): it becomes a CellError, its rows blank, and fixes
+        never touch it. False when the row is in no cell still analysed."""
+        for k, (first, last) in enumerate(self.cell_rows):
+            if first <= row <= last and k not in self.blanked and transform_cell(self.sources[k]).kind == "python":
+                self.blanked.add(k)
+                col = column + self._shift(row)
+                self.cell_errors.append(CellError(self.code_cells[k] + 1, row - first + 1, col, message))
+                self.text, self.cell_rows = join_cells(self.sources, self.blanked)
+                return True
+        return False
 
     def locate(self, row: int) -> tuple[Optional[int], int]:
         """Joined-text row -> (1-based cell index in the notebook, row within the cell)."""
@@ -462,25 +476,11 @@ def _compile_error(text: str) -> Optional[tuple[int, int, str]]:
     return None
 
 
-@lru_cache(maxsize=4096)
-def _libcst_error(text: str) -> Optional[tuple[int, int, str]]:
-    import libcst as cst
-
-    try:
-        cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        msg = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
-        return exc.raw_line, exc.raw_column + 1, f"SyntaxError: {msg}"
-    except Exception as exc:  # RecursionError, or libcst's own errors on exotic input
-        return 1, 1, f"SyntaxError: could not parse: {type(exc).__name__}"
-    return None
-
-
 def _verdict(lines: list[str], out: list[str], prefixes: list[str]) -> CellTransform:
     text = "\n".join(out)
     if not text.endswith("\n"):
         text += "\n"
-    error = _compile_error(text) or _libcst_error(text)
+    error = _compile_error(text)
     if error is None:
         return CellTransform(tuple(out), tuple(prefixes))
     row, col, msg = error
@@ -509,14 +509,16 @@ def _unmask_magics(src: str) -> str:
     return "\n".join(_unmask_line(ln) for ln in src.split("\n"))
 
 
-def join_cells(sources: list[str]) -> tuple[str, list[tuple[int, int]]]:
-    """The linted text of these cells (each made Python, a cell that is not Python left blank) and the (first,
-    last) row of each cell in it."""
+def join_cells(sources: list[str], blank: Iterable[int] = ()) -> tuple[str, list[tuple[int, int]]]:
+    """The linted text of these cells (each made Python, a cell that is not Python, or whose index is in `blank`,
+    left blank) and the (first, last) row of each cell in it."""
     parts: list[str] = []
     rows: list[tuple[int, int]] = []
     row = 1
-    for src in sources:
-        masked = transform_cell(src).text
+    blank = set(blank)
+    for k, src in enumerate(sources):
+        t = transform_cell(src)
+        masked = "\n".join("" for _ in t.lines) if k in blank else t.text
         if not masked.endswith("\n"):
             masked += "\n"
         n = masked.count("\n")
@@ -710,7 +712,7 @@ def fixed_sources(nb: Notebook, new_text: str) -> Optional[list[str]]:
     chunks = split_cells(new_text, len(nb.code_cells))
     if chunks is None:
         return None
-    return [restore_cell(c, o) for c, o in zip(chunks, nb.sources)]
+    return [o if k in nb.blanked else restore_cell(c, o) for k, (c, o) in enumerate(zip(chunks, nb.sources))]
 
 
 def render_fixed(nb: Notebook, new_text: str) -> str:

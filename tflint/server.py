@@ -312,7 +312,7 @@ class TflintServer(LanguageServer):
         if self.excluded(path, settings):
             return settings, [[] for _ in sources]
         doc = NotebookDocument.from_cells(sources, path)
-        found = doc.map_findings(check_text(doc.lint_text, path, settings).findings)
+        found = doc.map_findings(doc.analyse(lambda text: check_text(text, path, settings)).findings)
         if SYNTAX_ERROR in settings.codes_for(path):
             found += doc.own_findings
         per_cell: list[list[Finding]] = [[] for _ in sources]
@@ -331,7 +331,7 @@ class TflintServer(LanguageServer):
         cells = self._code_cells(nb)
         sources = [doc.source for _, doc in cells]
         doc = NotebookDocument.from_cells(sources, settings_path)
-        fixed = fix_text(doc.lint_text, settings_path, _safe_only(settings))
+        fixed = doc.analyse(lambda text: fix_text(text, settings_path, _safe_only(settings)))
         if fixed.text == doc.lint_text:
             return {}
         try:
