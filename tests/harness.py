@@ -44,7 +44,7 @@ class Fixture:
         return self.path.with_name(self.path.name + ".fixed")
 
     def settings(self) -> Settings:
-        cfg = Config()
+        cfg = Config(target_explicit=True)  # a fixture's target is its header's (or today's), never the checkout's pins
         if self.target_version:
             cfg.target_version = parse_version(self.target_version, str(self.path))
         cfg.dataset_functions = list(self.dataset_functions)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from .findings import Applicability, Edit, Finding, Fix, Position
+from .pins import pins_for
 from .registry import code_fingerprint, rules_dir
 
 CACHE_VERSION = "1"
@@ -72,12 +73,16 @@ class Cache:
     def __init__(self, root: Path, settings) -> None:
         self.dir = cache_dir(root) / f"v{CACHE_VERSION}"
         self.salt = settings_fingerprint(settings)
+        self.explicit_target = settings.config.target_explicit
         self.enabled = True
 
     def key(self, path: str, data: bytes) -> str:
         h = hashlib.sha256(self.salt.encode())
         h.update(os.path.abspath(path).encode())
         h.update(b"\0")
+        if not self.explicit_target:  # the project's pins decide the target: an edited requirements.txt counts
+            h.update(repr(pins_for(path)).encode())
+            h.update(b"\0")
         h.update(data)
         return h.hexdigest()
 

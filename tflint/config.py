@@ -57,6 +57,7 @@ class Config:
     unfixable: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     target_version: tuple[int, int] = DEFAULT_TARGET
+    target_explicit: bool = False  # set by `target-version` (or --target-version): the project's pins are not read
     rules_dirs: list[Path] = field(default_factory=list)
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     dataset_functions: list[str] = field(default_factory=list)
@@ -95,6 +96,7 @@ class Config:
             cfg.unsafe_fixes = table["unsafe-fixes"]
         if "target-version" in table:
             cfg.target_version = parse_version(table["target-version"], where)
+            cfg.target_explicit = True
         pfi = table.get("per-file-ignores", {})
         if not isinstance(pfi, dict):
             raise ConfigError(f"{where}: `per-file-ignores` must be a table of pattern = [codes]")
@@ -178,6 +180,7 @@ class Config:
         data = {
             "select": self.select, "extend": self.extend_select, "ignore": self.ignore, "pfi": self.per_file_ignores,
             "fixable": self.fixable, "unfixable": self.unfixable, "target": self.target_version,
+            "explicit": self.target_explicit,
             "rules": self.rule_options, "dsf": self.dataset_functions, "dirs": [str(p) for p in self.rules_dirs],
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]

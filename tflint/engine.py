@@ -83,6 +83,26 @@ class Settings:
     def codes_for(self, path: Optional[str]) -> set[str]:
         return self.config.codes_for(self.registry, path, self.selected)
 
+    def target_for(self, path: str, text: str) -> "Target":
+        """The TensorFlow (and Keras) a file runs on: `target-version` when configured; else what the project pins
+        (tflint.pins), lowered to TF 1.15 for a file written against TF1 (tf.contrib or sessions without
+        compat.v1 cannot run on TF2; a compat.v1 file is TF1 unless the project pins TF2)."""
+        from .pins import pins_for, tf1_style
+
+        if self.config.target_explicit:
+            v = self.config.target_version
+            return Target(v, v < (2, 16), "target-version")
+        pins = pins_for(path)
+        version = pins.tensorflow if pins is not None and pins.tensorflow else self.config.target_version
+        keras2 = (pins is not None and pins.keras2) or version < (2, 16)
+        source = pins.source if pins is not None else ""
+        style = tf1_style(text)
+        if style == "tf1-runtime" or (style == "tf1-api" and (pins is None or not pins.tensorflow
+                                                              or pins.tensorflow < (2, 0))):
+            if version > (1, 15):
+                version, keras2, source = (1, 15), True, (source + "; " if source else "") + "TF1 code in the file"
+        return Target(version, keras2, source)
+
     def may_contain_tf(self, text: str) -> bool:
         if not self.prefilter:
             return True
@@ -104,6 +124,13 @@ def _pattern_roots(pattern: Any) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Target:
+    version: tuple[int, int]  # TensorFlow (major, minor)
+    keras2: bool  # the file's Keras is Keras 2 (TF < 2.16, keras<3 or tf-keras pinned)
+    source: str  # where it came from, for messages
+
+
 @dataclass
 class FileContext:
     path: str
@@ -113,9 +140,17 @@ class FileContext:
     settings: Settings
     reports: list[Report] = field(default_factory=list)
 
+    _target: Optional[Target] = None
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            self._target = self.settings.target_for(self.path, self.text)
+        return self._target
+
     @property
     def target_version(self) -> tuple[int, int]:
-        return self.settings.config.target_version
+        return self.target.version
 
     def rule_options(self, name: str) -> dict[str, Any]:
         return self.settings.config.rule_options_for(name)

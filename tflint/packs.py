@@ -385,7 +385,7 @@ def _example_settings(reg: Registry, meta: RuleMeta, rf: RuleFile, examples: dic
     from .config import Config, parse_version
     from .engine import Settings
 
-    cfg = Config()
+    cfg = Config(target_explicit=True)  # an example's target is its own (or today's), not the pins around it
     if examples.get("target-version"):
         cfg.target_version = parse_version(examples["target-version"], str(meta.path))
     extra = list(examples.get("select") or [])

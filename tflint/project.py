@@ -39,6 +39,7 @@ class Project:
         config = Config.load(config_file, start=start)
         if target_version:
             config.target_version = parse_version(target_version, "--target-version")
+            config.target_explicit = True
         return cls.from_config(config, rules_dirs)
 
     @classmethod
@@ -56,6 +57,7 @@ class Project:
 
     @property
     def target_version(self) -> tuple[int, int]:
+        """The configured target (files without one get theirs from the project's pins: Settings.target_for)."""
         return self.config.target_version
 
     def settings(

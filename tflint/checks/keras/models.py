@@ -152,11 +152,11 @@ def resolve_value(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> c
     return expr
 
 
-def keras_major(index, target_version: tuple[int, int]) -> int:
-    """3 when the file's Keras is Keras 3: the target is TF >= 2.16 (where `tf.keras` is Keras 3) and the file
-    does not import `tf_keras` (Keras 2 as a package)."""
+def keras_major(index, target) -> int:
+    """3 when the file's Keras is Keras 3: the target (an engine Target) runs Keras 3 (TF >= 2.16, no `keras<3` or
+    `tf-keras` pinned) and the file does not import `tf_keras` (Keras 2 as a package)."""
     for bindings in index.scopes[id(index.module)].bindings.values():
         for b in bindings:
             if b.kind == "import" and b.qualified and b.qualified.split(".")[0] == "tf_keras":
                 return 2
-    return 3 if target_version >= (2, 16) else 2
+    return 2 if target.keras2 else 3

@@ -28,7 +28,7 @@ class RemovedKerasApi(DeclarativeCheck):
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)
-        self._keras = keras_major(self.index, self.target_version)
+        self._keras = keras_major(self.index, self.ctx.target)
 
     def report(self, node, message=None, **kwargs) -> None:
         if self._keras == 2 and message:

@@ -29,7 +29,7 @@ class UntrackedVariableInLayer(Check):
             return
         cls = self.index.enclosing_class(node)
         fn = self.index.enclosing_function(node)
-        if cls is None or fn is None or keras_major(self.index, self.target_version) != 3 \
+        if cls is None or fn is None or keras_major(self.index, self.ctx.target) != 3 \
                 or not self.functions.is_keras_class(cls):
             return
         message = (f"`self.{target.attr.value} = tf.Variable(...)` in a Keras 3 layer: Keras does not track "

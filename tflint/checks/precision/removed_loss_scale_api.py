@@ -21,7 +21,7 @@ class RemovedLossScaleApi(DeclarativeCheck):
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)
-        self._keras3 = keras_major(self.index, self.target_version) == 3
+        self._keras3 = keras_major(self.index, self.ctx.target) == 3
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._keras3:

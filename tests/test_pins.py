@@ -1,0 +1,133 @@
+"""The project's TensorFlow, found (issue 14, cause 9): without `target-version`, a file's target comes from what its
+project pins and from TF1 code in the file, and findings, messages and fixes follow it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_cli import run_tflint
+from tflint.engine import Settings
+from tflint.pins import allows, pins_for, pins_for_folder, pins_of_text, tf1_style
+from tflint.project import Project
+
+
+@pytest.mark.parametrize("spec, target", [
+    ("tensorflow==1.15", (1, 15)), ("tensorflow-gpu==1.14.0", (1, 14)), ("tensorflow>=2.4,<2.16", (2, 15)),
+    ("tensorflow~=2.10.0", (2, 10)), ("tensorflow<2.15.1", (2, 15)), ("tensorflow<=2.12", (2, 12)),
+    ("tensorflow>=1.10,<2.0", (1, 15)), ("tensorflow==2.3.0rc1", (2, 3)), ("tensorflow>=2.4", (2, 21)),
+    ("tensorflow[and-cuda]==2.14.*", (2, 14)),
+])
+def test_the_newest_release_the_pin_allows(spec, target):
+    assert pins_of_text([("requirements.txt", spec)]).tensorflow == target
+
+
+def test_pins_in_every_project_file_shape():
+    assert pins_of_text([("setup.py", "install_requires=['numpy', 'tensorflow>=2.2,<2.11']")]).tensorflow == (2, 10)
+    assert pins_of_text([("environment.yml", "dependencies:\n  - tensorflow-gpu=1.15\n")]).tensorflow == (1, 15)
+    poetry = '[tool.poetry.dependencies]\npython = "^3.8"\ntensorflow = "~2.9"\n'
+    assert pins_of_text([("pyproject.toml", poetry)]).tensorflow == (2, 9)
+    assert pins_of_text([("pyproject.toml", '[project]\ndependencies = ["tensorflow<2.13"]\n')]).tensorflow == (2, 12)
+
+
+def test_keras_2_from_pins():
+    assert pins_of_text([("requirements.txt", "tensorflow\ntf-keras\n")]).keras2
+    assert pins_of_text([("requirements.txt", "keras<3\n")]).keras2
+    assert pins_of_text([("requirements.txt", "keras==2.15.0\n")]).keras2
+    assert pins_of_text([("requirements.txt", "tensorflow<2.16\n")]).keras2  # tf.keras is Keras 2 there
+    assert not pins_of_text([("requirements.txt", "tensorflow>=2.16\nkeras>=3\n")]).keras2
+
+
+def test_nothing_pinned_is_no_pins():
+    assert pins_of_text([("requirements.txt", "numpy\ntensorflow\n")]) is None
+    assert pins_of_text([("requirements.txt", "# tensorflow==1.15\nnumpy\n")]) is None
+    assert not allows(">=2.4", (2, 3)) and allows(">=2.4,<3", (2, 21))
+
+
+def test_the_nearest_folder_that_names_tensorflow_up_to_the_repository_root(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("tensorflow==1.15\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "requirements.txt").write_text("sphinx\n")  # names no TensorFlow: look further up
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "setup.py").write_text("setup(install_requires=['tensorflow>=2.8,<2.12'])\n")
+    pins_for_folder.cache_clear()
+    assert pins_for(str(tmp_path / "docs" / "x.py")).tensorflow == (1, 15)
+    assert pins_for(str(tmp_path / "sub" / "m" / "x.py")).tensorflow == (2, 11)
+    outside = tmp_path / "repo2"
+    (outside / ".git").mkdir(parents=True)
+    assert pins_for(str(outside / "x.py")) is None or pins_for(str(outside / "x.py")).tensorflow != (1, 15)
+
+
+def test_tf1_styles():
+    assert tf1_style("import tensorflow as tf\nx = tf.contrib.layers.flatten(y)\n") == "tf1-runtime"
+    assert tf1_style("import tensorflow as tf\nsess = tf.Session()\n") == "tf1-runtime"
+    assert tf1_style("import tensorflow.compat.v1 as tf\nsess = tf.Session()\n") == "tf1-api"
+    assert tf1_style("import tensorflow as tf\ntf.compat.v1.disable_v2_behavior()\n") == "tf1-api"
+    assert tf1_style("import tensorflow as tf\nds = tf.data.Dataset.range(3)\n") is None
+
+
+KERAS2_CODE = "import tensorflow as tf\nopt = tf.keras.optimizers.legacy.Adam(1e-3)\n"
+TF1_MAP = ("import tensorflow as tf\nx = tf.placeholder(tf.float32)\n"
+           "ds = tf.data.TFRecordDataset('a').map(lambda r: tf.io.parse_single_example(r, {}))\n")
+
+
+def _project(tmp_path, requirements, code, name="m.py"):
+    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
+    if requirements is not None:
+        (tmp_path / "requirements.txt").write_text(requirements)
+    (tmp_path / name).write_text(code)
+    return tmp_path
+
+
+def _json(tmp_path, *args):
+    p = run_tflint("check", "--no-cache", "--output-format", "json", *args, cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr
+    return json.loads(p.stdout)
+
+
+def test_keras_2_projects_get_no_keras_3_removals(tmp_path):
+    pinned = _project(tmp_path / "a", "tensorflow>=2.9,<2.16\n", KERAS2_CODE)
+    unpinned = _project(tmp_path / "b", None, KERAS2_CODE)
+    assert [f["code"] for f in _json(unpinned, "--select", "TFL302", "m.py")] == ["TFL302"]
+    assert _json(pinned, "--select", "TFL302", "m.py") == []
+    # `target-version` in the configuration wins over the pins
+    (pinned / "pyproject.toml").write_text('[tool.tflint]\ntarget-version = "2.21"\n')
+    assert [f["code"] for f in _json(pinned, "--select", "TFL302", "m.py")] == ["TFL302"]
+
+
+def test_tf1_code_gets_no_tf2_only_names_in_its_fixes(tmp_path):
+    """A file that uses TF1-only API (placeholders on plain `tensorflow`) runs on TF 1.x: the fix spells AUTOTUNE
+    as TF 1.15 has it."""
+    proj = _project(tmp_path, None, TF1_MAP)
+    [f] = [f for f in _json(proj, "--select", "TFL101", "m.py")]
+    edit = f["fix"]["edits"][0]["content"]
+    assert edit == ", num_parallel_calls=tf.data.experimental.AUTOTUNE"
+    assert "2.16" not in f["message"]  # no claim about what TF >= 2.16 does by itself
+
+
+def test_a_pinned_old_release_changes_the_claim(tmp_path):
+    """TFL101's message on a stateless map says TF >= 2.16 may parallelize it; on a project pinned to 2.10 the map
+    runs sequentially, and the message says so without the hedge."""
+    code = "import tensorflow as tf\nds = tf.data.Dataset.range(9).map(lambda x: x + 1)\n"
+    new = _json(_project(tmp_path / "new", None, code), "--select", "TFL101", "m.py")
+    old = _json(_project(tmp_path / "old", "tensorflow==2.10.1\n", code), "--select", "TFL101", "m.py")
+    assert "2.16" in new[0]["message"] and "2.16" not in old[0]["message"]
+
+
+def test_editing_the_pins_invalidates_the_result_cache(tmp_path):
+    proj = _project(tmp_path, "tensorflow==2.10\n", KERAS2_CODE)
+    env = {"TFLINT_CACHE_DIR": str(tmp_path / "cache")}
+    first = run_tflint("check", "--select", "TFL302", "--output-format", "json", "m.py", cwd=proj, env=env)
+    assert json.loads(first.stdout) == []
+    (proj / "requirements.txt").write_text("tensorflow>=2.16\n")
+    second = run_tflint("check", "--select", "TFL302", "--output-format", "json", "m.py", cwd=proj, env=env)
+    assert [f["code"] for f in json.loads(second.stdout)] == ["TFL302"]
+
+
+def test_explicit_target_is_kept_by_every_path(tmp_path):
+    (tmp_path / "requirements.txt").write_text("tensorflow==1.15\n")
+    settings = Project.load(start=tmp_path, target_version="2.21").settings()
+    assert isinstance(settings, Settings)
+    t = settings.target_for(str(tmp_path / "m.py"), TF1_MAP)
+    assert t.version == (2, 21) and t.source == "target-version"

@@ -1,0 +1,208 @@
+"""The TensorFlow and Keras a project runs on, read from what it pins.
+
+Many real projects pin TF 1.x, TF 2.2–2.15 or Keras 2, and advice written for today's TensorFlow (2.16+, Keras 3)
+is wrong for them. Without a `target-version` in the configuration, the target of a file is found here:
+
+- the nearest folder at or above the file (up to the repository's root) whose `requirements*.txt` (also under a
+  `requirements/` folder), `setup.py`, `setup.cfg`, `pyproject.toml`, `environment.yml` or `Pipfile` names
+  TensorFlow or Keras; the target is the newest TensorFlow release the pins allow (`tensorflow==1.15` -> 1.15,
+  `tensorflow>=2.4,<2.16` -> 2.15, `tensorflow~=2.10.0` -> 2.10; `tensorflow>=2.4` alone -> today's);
+- Keras 2 when the project pins `keras<3` (or a 2.x release) or depends on `tf-keras`, or its TensorFlow is older
+  than 2.16 (where `tf.keras` is Keras 2).
+
+Nothing here imports or runs the project's code: setup.py is read as text.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Optional
+
+TODAY = (2, 21)
+# TensorFlow releases, oldest first (1.0-1.15, 2.0-today): the target is the newest one the pins allow
+RELEASES = [(1, m) for m in range(16)] + [(2, m) for m in range(TODAY[1] + 1)]
+TF_PACKAGES = frozenset({
+    "tensorflow", "tensorflow-gpu", "tensorflow-cpu", "tensorflow-macos", "tensorflow-intel", "tensorflow-aarch64",
+    "intel-tensorflow", "tensorflow-rocm",
+})
+KERAS2_PACKAGES = frozenset({"tf-keras", "tf_keras"})
+_NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)"
+_REQ = re.compile(_NAME + r"\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:[<>=!~^]=?|===)\s*[^;#\s,'\"]+(?:\s*,\s*(?:[<>=!~]=?)\s*[^;#\s,'\"]+)*)?")
+_VERSION = re.compile(r"(\d+)(?:\.(\d+|\*))?(?:\.(\d+|\*))?")
+PROJECT_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "environment.yml", "environment.yaml", "Pipfile")
+
+
+@dataclass(frozen=True)
+class Pins:
+    tensorflow: Optional[tuple[int, int]]  # the newest TensorFlow release the pins allow (None: not pinned)
+    keras2: bool  # the project runs Keras 2 (keras<3, tf-keras, or TensorFlow < 2.16)
+    source: str  # where this was read, for messages: "requirements.txt: tensorflow==1.15"
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _version(text: str) -> Optional[tuple[int, int, Optional[int], bool]]:
+    """(major, minor, patch or None, wildcard) of a version in a specifier."""
+    m = _VERSION.match(text.strip())
+    if not m:
+        return None
+    major = int(m.group(1))
+    minor_s, patch_s = m.group(2), m.group(3)
+    wildcard = minor_s == "*" or patch_s == "*"
+    minor = int(minor_s) if minor_s and minor_s != "*" else (None if minor_s == "*" else 0)
+    patch = int(patch_s) if patch_s and patch_s != "*" else None
+    return major, (minor if minor is not None else -1), patch, wildcard
+
+
+def allows(spec: str, release: tuple[int, int]) -> bool:
+    """Whether a release (major, minor) satisfies every clause of a specifier such as `>=2.4,<2.16` (patch
+    releases of a minor count as that minor: `<2.15.1` allows 2.15; a poetry `^2.10` is `>=2.10,<3`)."""
+    for clause in (c.strip() for c in spec.split(",")):
+        if not clause:
+            continue
+        m = re.match(r"(===|==|!=|<=|>=|~=|<|>|\^|~)?\s*(.+)", clause)
+        op, rest = (m.group(1) or "=="), m.group(2)
+        v = _version(rest)
+        if v is None:
+            continue
+        major, minor, patch, wildcard = v
+        if minor < 0:  # `==2.*`
+            if op in ("==", "===", "~=") and release[0] != major:
+                return False
+            continue
+        at = (major, minor)
+        if op in ("==", "==="):
+            ok = release == at
+        elif op == "!=":
+            ok = release != at or patch is not None  # `!=2.1.0` excludes one patch release, not the minor
+        elif op == ">=":
+            ok = release >= at
+        elif op == ">":
+            ok = release > at if patch is None else release >= at
+        elif op == "<=":
+            ok = release <= at
+        elif op == "<":
+            ok = release < at if not patch else release <= at
+        elif op == "~=":
+            ok = release == at if patch is not None else (release >= at and release[0] == major)
+        elif op == "^":
+            ok = release >= at and release[0] == major if major else release == at
+        elif op == "~":
+            ok = release == at
+        else:
+            ok = True
+        if not ok:
+            return False
+    return True
+
+
+def requirements(text: str) -> Iterable[tuple[str, str]]:
+    """(normalized name, specifier) of every requirement-like string in a text (requirement lines, the strings
+    of setup.py/setup.cfg/pyproject lists, conda's `tensorflow=1.15`, poetry's `tensorflow = "^2.10"`)."""
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        for piece in re.findall(r"""['"]([^'"]+)['"]""", line) or [line]:
+            piece = piece.strip().lstrip("- ").strip()
+            m = _REQ.match(piece)
+            if not m:
+                continue
+            name = _norm(m.group("name"))
+            spec = (m.group("spec") or "").replace(" ", "")
+            if spec.startswith("=") and not spec.startswith("=="):
+                spec = "=" + spec  # conda: tensorflow=1.15
+            yield name, spec
+        # poetry / Pipfile: `tensorflow = "^2.10"` (the name is outside the quotes)
+        m = re.match(r"\s*" + _NAME + r"""\s*=\s*['"]([^'"]*)['"]""", line)
+        if m:
+            yield _norm(m.group("name")), m.group(2).replace(" ", "") if m.group(2) != "*" else ""
+
+
+def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
+    """Pins from (file name, text) pairs; None when none of them names TensorFlow or Keras."""
+    tf_specs: list[tuple[str, str, str]] = []  # (file, package, specifier)
+    keras2 = False
+    keras_source = ""
+    for fname, text in texts:
+        for name, spec in requirements(text):
+            if name in TF_PACKAGES:
+                tf_specs.append((fname, name, spec))
+            elif name in KERAS2_PACKAGES:
+                keras2, keras_source = True, f"{fname}: {name}{spec}"
+            elif name == "keras" and spec and not any(allows(spec, (3, m)) for m in range(0, 20)):
+                keras2, keras_source = True, f"{fname}: keras{spec}"
+    if not tf_specs and not keras2:
+        return None
+    target: Optional[tuple[int, int]] = None
+    source = keras_source
+    specs = [(f, n, sp) for f, n, sp in tf_specs if sp]
+    if specs:
+        allowed = [r for r in RELEASES if all(allows(sp, r) for _, _, sp in specs)]
+        if allowed:
+            target = allowed[-1]
+            source = "; ".join(f"{f}: {n}{sp}" for f, n, sp in specs)
+    keras2 = keras2 or (target is not None and target < (2, 16))
+    if target is None and not keras2:
+        return None
+    return Pins(target, keras2, source)
+
+
+def _project_texts(folder: Path) -> list[tuple[str, str]]:
+    names = [folder / n for n in PROJECT_FILES]
+    names += sorted(folder.glob("requirements*.txt")) + sorted(folder.glob("requirements/*.txt"))
+    out = []
+    for p in names:
+        try:
+            if p.is_file() and p.stat().st_size < 1_000_000:
+                out.append((p.name if p.parent == folder else f"{p.parent.name}/{p.name}",
+                            p.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    return out
+
+
+@lru_cache(maxsize=4096)
+def pins_for_folder(folder: Path) -> Optional[Pins]:
+    """The pins of the nearest folder at or above `folder` that names TensorFlow or Keras, stopping at the
+    repository's root (a folder holding `.git`)."""
+    for d in [folder, *folder.parents]:
+        found = pins_of_text(_project_texts(d))
+        if found is not None:
+            return found
+        if (d / ".git").exists():
+            return None
+    return None
+
+
+def pins_for(path: str) -> Optional[Pins]:
+    try:
+        folder = Path(path).resolve().parent
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return pins_for_folder(folder)
+
+
+# A file written against TF1: `tf.contrib`, or sessions/placeholders spelled on plain `tensorflow`, cannot run on
+# TF2 at all; a file that imports `tensorflow.compat.v1` (or disables v2 behaviour) uses the TF1 API on either.
+_COMPAT_V1 = re.compile(r"\btensorflow\.compat\.v1\b|\bfrom\s+tensorflow\.compat\s+import\s+v1\b|disable_v2_behavior\(\)")
+_TF1_ONLY = re.compile(
+    r"\btf\.contrib\.|\btensorflow\.contrib\b|\btf\.(?:Session|InteractiveSession|placeholder|"
+    r"global_variables_initializer|variable_scope|get_variable)\("
+)
+
+
+def tf1_style(text: str) -> Optional[str]:
+    """"tf1-runtime" (TF1-only names on plain `tensorflow`: only TF 1.x runs it), "tf1-api" (compat.v1: the TF1 API
+    on any TensorFlow), or None."""
+    if "tf" not in text and "tensorflow" not in text:
+        return None
+    if "contrib" in text and re.search(r"\btf\.contrib\.|\btensorflow\.contrib\b", text):
+        return "tf1-runtime"
+    if _COMPAT_V1.search(text):
+        return "tf1-api"
+    if _TF1_ONLY.search(text):
+        return "tf1-runtime"
+    return None
