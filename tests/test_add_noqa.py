@@ -24,7 +24,7 @@ ds4 = tf.data.Dataset.range(10) \\
 ds5 = tf.data.Dataset.range(10).map(lambda x: x + 1)   
 ds6 = tf.data.Dataset.range(10).map(lambda x: x + 1)  # NOQA:E501,W291 keep this
 for x in ds:
-    print(x)
+    train_step(x)
 '''
 
 

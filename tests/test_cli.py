@@ -123,7 +123,7 @@ SELECT_SRC = (
     "import tensorflow as tf\n"
     "ds = tf.data.Dataset.range(3).map(lambda x: x + 1)\n"
     "for x in ds:\n"
-    "    pass\n"
+    "    train_step(x)\n"
 )
 
 

@@ -10,7 +10,7 @@ from test_cli import TF_MAP, codes_of, no_traceback, run_tflint
 from tflint.config import Config, ConfigError, find_pyproject
 from tflint.registry import default_registry
 
-SRC = TF_MAP + "for x in ds:\n    pass\n"
+SRC = TF_MAP + "for x in ds:\n    train_step(x)\n"
 
 
 def test_nearest_pyproject_wins(tmp_path):
@@ -86,8 +86,9 @@ def test_exclude_replaces_defaults_and_extend_exclude_adds(tmp_path):
 )
 def test_target_version_changes_autotune_spelling(tmp_path, version, spelling):
     (tmp_path / "pyproject.toml").write_text(f'[tool.tflint]\nselect = ["TFL101"]\ntarget-version = "{version}"\n')
-    (tmp_path / "a.py").write_text(TF_MAP)
-    p = run_tflint("check", "--output-format", "json", "a.py", cwd=tmp_path)
+    # a stateful map: a finding on every target (tf.data never parallelizes it by itself); its fix is unsafe
+    (tmp_path / "a.py").write_text(TF_MAP.replace("x + 1", "x + tf.random.uniform([], maxval=9, dtype=tf.int64)"))
+    p = run_tflint("check", "--unsafe-fixes", "--output-format", "json", "a.py", cwd=tmp_path)
     (f,) = json.loads(p.stdout)
     assert f["fix"]["edits"][0]["content"] == f", num_parallel_calls={spelling}"
 

@@ -20,7 +20,7 @@ SOURCE = '''import tensorflow as tf
 label = "😀"; ds = tf.data.Dataset.range(10).map(lambda x: x + 1)
 noisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))
 for x in ds:
-    print(x)
+    train_step(x)
 broken = tf.data.Dataset.range(3).map(
     lambda x: x)
 '''

@@ -222,7 +222,7 @@ PIPELINE = '''import tensorflow as tf
 
 label = "😀"; ds = tf.data.Dataset.range(10).map(lambda x: x + 1)
 for x in ds:
-    print(x)
+    train_step(x)
 '''
 
 

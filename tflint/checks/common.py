@@ -2,6 +2,7 @@
 deciding whether a mapped function is provably pure TensorFlow."""
 from __future__ import annotations
 
+import re
 from typing import Optional, Union
 
 import libcst as cst
@@ -150,3 +151,128 @@ def python_function_call(sem: Semantics, fn, depth: int = 1) -> Optional[cst.Cal
 
 def method_name(call: cst.Call) -> Optional[str]:
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def optimization_disabled(text: str, name: str) -> bool:
+    """The file switches one of tf.data's default static optimizations off (`options.experimental_optimization.<name>
+    = False`, or all of them with `apply_default_optimizations = False`)."""
+    return re.search(rf"\b(?:{name}|apply_default_optimizations)\s*=\s*False\b", text) is not None
+
+
+# -- loops: how many times they run, and whether they train -----------------------------------------------------
+SMALL_LOOP = 10  # a loop known to run at most this many times is an inspection or a demo, not a training loop
+# Calls in a loop body that do training, evaluation or inference work per element
+WORK_METHODS = frozenset({
+    "apply_gradients", "minimize", "gradient", "train_on_batch", "test_on_batch", "predict_on_batch", "run",
+    "experimental_run_v2", "experimental_run", "fit", "evaluate", "predict", "update_state",
+})
+_STEP_NAME = re.compile(r"(^|_)(train|step|update|fit|optimi[sz]e|learn)(_|$)|_step$|step_fn|train", re.I)
+
+
+def literal_int(expr: Optional[cst.BaseExpression]) -> Optional[int]:
+    if isinstance(expr, cst.Integer):
+        try:
+            return int(expr.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    return None
+
+
+def loop_bound(sem: Semantics, loop: cst.CSTNode) -> Optional[int]:
+    """At most how many times a `for` loop runs, when the code says so: `range(N)`, a literal list or tuple,
+    `ds.take(N)`, `x[:N]`, `enumerate`/`zip` of those; None when unknown."""
+    if not isinstance(loop, cst.For):
+        return None
+    return _bound(sem, loop.iter)
+
+
+def _bound(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
+    if depth > 3:
+        return None
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return len(expr.elements) if not any(isinstance(e, cst.StarredElement) for e in expr.elements) else None
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+        s = expr.slice[0].slice
+        lower, upper = literal_int(s.lower) if s.lower else 0, literal_int(s.upper) if s.upper else None
+        if upper is not None and lower is not None and upper >= 0 and lower >= 0 and s.step is None:
+            return max(upper - lower, 0)
+        return None
+    if not isinstance(expr, cst.Call):
+        return None
+    q = sem.call_name(expr)
+    if q == "builtins.range":
+        args = [a for a in expr.args if a.keyword is None]
+        if len(args) == 1:
+            return literal_int(args[0].value)
+        if len(args) == 2:
+            lo, hi = literal_int(args[0].value), literal_int(args[1].value)
+            return max(hi - lo, 0) if lo is not None and hi is not None else None
+        return None
+    if q == "builtins.enumerate" and expr.args:
+        return _bound(sem, expr.args[0].value, depth + 1)
+    if q == "builtins.zip" and expr.args:
+        bounds = [_bound(sem, a.value, depth + 1) for a in expr.args]
+        known = [b for b in bounds if b is not None]
+        return min(known) if known else None
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "take" and expr.args:
+        n = literal_int(expr.args[0].value)
+        if n is not None and n >= 0:  # `x.take(N)` in a loop header: a dataset's first N elements (a bound only
+            return n                  # ever silences a rule, so an unknown receiver is taken at its word)
+    return None
+
+
+def is_small_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
+    bound = loop_bound(sem, loop)
+    return bound is not None and bound <= SMALL_LOOP
+
+
+def loop_does_work(sem: Semantics, loop: cst.CSTNode) -> bool:
+    """The loop's body does training, evaluation or inference work on what it iterates: it calls a graph function
+    or a step/train function, runs a strategy or a session, applies gradients, or calls a Keras model method."""
+    body = loop.body
+    owner = sem.functions.owner(loop)
+    for call in _calls_under(body):
+        if sem.functions.owner(call) is not owner:
+            continue  # a def or lambda inside the loop: not run by the loop itself
+        if _is_work_call(sem, call, depth=2):
+            return True
+    return False
+
+
+def loop_does_work_call(sem: Semantics, call: cst.Call) -> bool:
+    """The call itself does training, evaluation or inference work (see loop_does_work)."""
+    return _is_work_call(sem, call, depth=2)
+
+
+def _calls_under(node: cst.CSTNode) -> list[cst.Call]:
+    from ..semantics.index import syntax_children
+
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Call:
+            out.append(n)
+        stack.extend(syntax_children(n))
+    return out
+
+
+def _is_work_call(sem: Semantics, call: cst.Call, depth: int) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if isinstance(func, cst.Attribute) and name in WORK_METHODS:
+        return True
+    if name and _STEP_NAME.search(name):
+        return True
+    from .keras.models import is_model_value
+
+    if is_model_value(sem, func):
+        return True  # `model(x)`: a forward pass per element
+    target = sem.functions.resolve_callable(func)
+    if target is None:
+        return False
+    if sem.functions.is_tf_function(target):
+        return True
+    if depth > 0 and not isinstance(target, cst.Lambda):
+        return any(_is_work_call(sem, c, depth - 1) for c in sem.functions.calls_in(target))
+    return False

@@ -9,7 +9,9 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import Pipeline, get_arg
 from ..base import Check
-from ..common import autotune, method_call
+from ..common import (
+    autotune, is_small_loop, loop_does_work, loop_does_work_call, method_call, optimization_disabled,
+)
 
 CONSUMER_METHODS = {"fit": ("x", 0), "evaluate": ("x", 0), "predict": ("x", 0)}
 DISTRIBUTE = ("experimental_distribute_dataset", "distribute_dataset")
@@ -31,6 +33,29 @@ def has_prefetch(p: Pipeline, sem) -> bool:
     return False
 
 
+def _literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _literal(expr.expression)
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return all(isinstance(e, cst.Element) and _literal(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _literal(e.value) for e in expr.elements)
+    return False
+
+
+def _tiny_literal_source(p: Pipeline) -> bool:
+    """`from_tensor_slices([1., 2., 3.])`, `from_tensors({"x": [1, 2]})`: data written out in the code."""
+    call = p.source.call
+    if call is None or not isinstance(call.func, cst.Attribute):
+        return False
+    if call.func.attr.value not in ("from_tensor_slices", "from_tensors"):
+        return False
+    args = [a for a in call.args if a.keyword is None]
+    return bool(args) and _literal(args[0].value)
+
+
 class DatasetWithoutPrefetch(Check):
     code = "TFL102"
 
@@ -48,10 +73,12 @@ class DatasetWithoutPrefetch(Check):
         if id(last.call) in self._reported:
             return
         self._reported.add(id(last.call))
-        note = (
-            " (TF ≥ 2.16 injects a final prefetch by default; this matters when `inject_prefetch` is off or "
-            "for older targets)" if self.target_version >= (2, 16) else ""
-        )
+        disabled = optimization_disabled(self.ctx.text, "inject_prefetch")
+        if self.target_version >= (2, 16) and not disabled:
+            return  # tf.data's `inject_prefetch` (default since 2.16) adds the final prefetch itself
+        if _tiny_literal_source(p):
+            return  # a dataset of a few literal values: there is no input time to overlap
+        note = " (this file switches tf.data's `inject_prefetch` off)" if disabled else ""
         message = f"Pipeline consumed by {consumer} has no `prefetch` at its end: input and training do not overlap{note}"
         spelling = autotune(self.sem, self.target_version)
         start = last.call.func.attr if isinstance(last.call.func, cst.Attribute) else None
@@ -93,11 +120,39 @@ class DatasetWithoutPrefetch(Check):
                     self._returns_of(fn, "`distribute_datasets_from_function`")
                 return
         q = self.sem.call_name(node)
-        if q == "builtins.iter" and node.args:
+        if q == "builtins.iter" and node.args and self._iterator_feeds_work(node):
             self._consider(node.args[0].value, "`iter()`")
 
     def visit_For(self, node: cst.For) -> None:
+        # a loop that only looks at a few elements (`for x in ds.take(1): print(x)`) or does no training work on
+        # them has nothing to overlap: only a loop that trains, evaluates or predicts counts as consuming
+        if is_small_loop(self.sem, node) or not loop_does_work(self.sem, node):
+            return
         self._consider(node.iter, "a `for` loop")
+
+    def _iterator_feeds_work(self, call: cst.Call) -> bool:
+        """`iter(ds)` whose iterator is passed to a step function or read by `next()` inside a loop that trains
+        (`next(iter(ds))` on its own is a peek at one element)."""
+        parent = self.index.parent(call)
+        stmt = self.index.statement_of(call)
+        target = None
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            target = parent.targets[0].target.value
+        if target is None:
+            return False
+        owner = self.functions.owner(call)
+        for use in self.index.nodes(cst.Call):
+            if self.functions.owner(use) is not owner or self.index.order_of(use) <= self.index.order_of(stmt):
+                continue
+            if not any(isinstance(a.value, cst.Name) and a.value.value == target for a in use.args):
+                continue
+            if self.sem.call_name(use) == "builtins.next":
+                loops = self.index.enclosing_loops(use)
+                if loops and not is_small_loop(self.sem, loops[0]) and loop_does_work(self.sem, loops[0]):
+                    return True
+            elif loop_does_work_call(self.sem, use):
+                return True
+        return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if INPUT_FN_NAME.search(node.name.value) and not self._prefetched_by_caller(node):

@@ -5,6 +5,7 @@ import libcst as cst
 
 from ...findings import Applicability
 from ..base import Check
+from ..common import is_small_loop
 from .models import is_model_value
 
 # Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
@@ -25,8 +26,8 @@ class PredictInLoop(Check):
             return
         if not is_model_value(self.sem, func.value):
             return
-        if self._epoch_loop(loops[0]):
-            return
+        if self._epoch_loop(loops[0]) or is_small_loop(self.sem, loops[0]):
+            return  # once per epoch, or a loop that runs a handful of times (a demo, a preview): no cost to speak of
         model = self.code_for(func.value)
         message = (f"`{model}.predict()` inside a loop: every call builds a data adapter and runs a predict loop for "
                    f"one input; for a single batch, `{model}(x, training=False)` skips that overhead")
