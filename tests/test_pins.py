@@ -132,3 +132,11 @@ def test_explicit_target_is_kept_by_every_path(tmp_path):
     assert isinstance(settings, Settings)
     t = settings.target_for(str(tmp_path / "m.py"), TF1_MAP)
     assert t.version == (2, 21) and t.source == "target-version"
+
+
+def test_keras_2_only_modules_make_the_file_keras_2(tmp_path):
+    code = ("from keras.engine.topology import Layer\nfrom keras.utils import multi_gpu_model\n"
+            "from keras.preprocessing.image import ImageDataGenerator\ngen = ImageDataGenerator(rotation_range=10)\n")
+    assert _json(_project(tmp_path / "a", None, code), "--select", "TFL302", "m.py") == []
+    plain = "from keras.preprocessing.image import ImageDataGenerator\ngen = ImageDataGenerator(rotation_range=10)\n"
+    assert [f["code"] for f in _json(_project(tmp_path / "b", None, plain), "--select", "TFL302", "m.py")] == ["TFL302"]

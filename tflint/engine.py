@@ -87,21 +87,21 @@ class Settings:
         """The TensorFlow (and Keras) a file runs on: `target-version` when configured; else what the project pins
         (tflint.pins), lowered to TF 1.15 for a file written against TF1 (tf.contrib or sessions without
         compat.v1 cannot run on TF2; a compat.v1 file is TF1 unless the project pins TF2)."""
-        from .pins import pins_for, tf1_style
+        from .pins import keras2_style, old_standalone_keras, pins_for, tf1_style
 
+        style = tf1_style(text)
         if self.config.target_explicit:
             v = self.config.target_version
-            return Target(v, v < (2, 16), "target-version")
+            return Target(v, v < (2, 16), "target-version", tf1=style is not None or v < (2, 0))
         pins = pins_for(path)
         version = pins.tensorflow if pins is not None and pins.tensorflow else self.config.target_version
-        keras2 = (pins is not None and pins.keras2) or version < (2, 16)
+        keras2 = (pins is not None and pins.keras2) or version < (2, 16) or keras2_style(text)
         source = pins.source if pins is not None else ""
-        style = tf1_style(text)
         if style == "tf1-runtime" or (style == "tf1-api" and (pins is None or not pins.tensorflow
                                                               or pins.tensorflow < (2, 0))):
             if version > (1, 15):
                 version, keras2, source = (1, 15), True, (source + "; " if source else "") + "TF1 code in the file"
-        return Target(version, keras2, source)
+        return Target(version, keras2, source, tf1=style is not None or version < (2, 0) or old_standalone_keras(text))
 
     def may_contain_tf(self, text: str) -> bool:
         if not self.prefilter:
@@ -129,6 +129,7 @@ class Target:
     version: tuple[int, int]  # TensorFlow (major, minor)
     keras2: bool  # the file's Keras is Keras 2 (TF < 2.16, keras<3 or tf-keras pinned)
     source: str  # where it came from, for messages
+    tf1: bool = False  # the file is written against the TF1 API (compat.v1, sessions, tf.contrib) or runs TF 1.x
 
 
 @dataclass

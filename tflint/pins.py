@@ -190,8 +190,30 @@ def pins_for(path: str) -> Optional[Pins]:
 _COMPAT_V1 = re.compile(r"\btensorflow\.compat\.v1\b|\bfrom\s+tensorflow\.compat\s+import\s+v1\b|disable_v2_behavior\(\)")
 _TF1_ONLY = re.compile(
     r"\btf\.contrib\.|\btensorflow\.contrib\b|\btf\.(?:Session|InteractiveSession|placeholder|"
-    r"global_variables_initializer|variable_scope|get_variable)\("
+    r"global_variables_initializer|variable_scope|get_variable|get_default_graph|to_float|to_int32|random_normal|"
+    r"truncated_normal|train\.\w*Optimizer)\(|\btf\.layers\.\w+\("
 )
+# Modules of Keras 2 that Keras 3 removed: a file importing them runs Keras 2 (standalone or tf.keras), whatever
+# the project pins (or fails to pin)
+_KERAS2_ONLY = re.compile(
+    r"\bkeras\.(?:engine|legacy|backend\.tensorflow_backend|wrappers\.scikit_learn|"
+    r"layers\.(?:convolutional|core|recurrent|normalization|merge|advanced_activations|pooling|embeddings|noise|local)|"
+    r"utils\.(?:np_utils|generic_utils|multi_gpu_utils|training_utils|data_utils))\b|\bmulti_gpu_model\b"
+)
+
+
+_STANDALONE_KERAS = re.compile(r"^\s*(?:import keras\b|from keras[.\s])", re.M)
+
+
+def old_standalone_keras(text: str) -> bool:
+    """Multi-backend Keras 2 (`import keras` with modules Keras 3 removed): the Keras of TF1's graph mode, where
+    `model.predict` is one session run and calling the model builds new graph ops."""
+    return keras2_style(text) and _STANDALONE_KERAS.search(text) is not None
+
+
+def keras2_style(text: str) -> bool:
+    """The file imports modules only Keras 2 has (`keras.engine`, `keras.layers.convolutional`, ...)."""
+    return "keras" in text and _KERAS2_ONLY.search(text) is not None
 
 
 def tf1_style(text: str) -> Optional[str]:

@@ -43,6 +43,9 @@ class Report:
 
 class Check:
     code: ClassVar[str] = ""
+    # A rule about renamed or removed API: code written for several versions on purpose (a `try/except
+    # AttributeError` fallback, an `if hasattr(...)`/version branch, `isinstance(x, (Old, New))`) is not reported.
+    compat_sensitive: ClassVar[bool] = False
     # Messages: the YAML summary is used when a report gives no message.
 
     def __init__(self, ctx: "FileContext", meta: "RuleMeta") -> None:
@@ -79,6 +82,11 @@ class Check:
                 all_edits.append(NodeEdit(t, "replace", node=replacement))
         if all_edits and applicability is None:
             raise ValueError(f"{self.code}: a fix needs an applicability")
+        if self.compat_sensitive:
+            from .common import in_compat_code
+
+            if in_compat_code(self.sem, node):
+                return
         self.ctx.reports.append(
             Report(
                 code=self.code,

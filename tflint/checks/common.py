@@ -181,9 +181,12 @@ def literal_int(expr: Optional[cst.BaseExpression]) -> Optional[int]:
 def loop_bound(sem: Semantics, loop: cst.CSTNode) -> Optional[int]:
     """At most how many times a `for` loop runs, when the code says so: `range(N)`, a literal list or tuple,
     `ds.take(N)`, `x[:N]`, `enumerate`/`zip` of those; None when unknown."""
-    if not isinstance(loop, cst.For):
-        return None
-    return _bound(sem, loop.iter)
+    if isinstance(loop, cst.For):
+        return _bound(sem, loop.iter)
+    for_in = getattr(loop, "for_in", None)  # a comprehension: its first `for ... in ...`
+    if isinstance(for_in, cst.CompFor):
+        return _bound(sem, for_in.iter)
+    return None
 
 
 def _bound(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
@@ -230,7 +233,10 @@ def is_small_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
 def loop_does_work(sem: Semantics, loop: cst.CSTNode) -> bool:
     """The loop's body does training, evaluation or inference work on what it iterates: it calls a graph function
     or a step/train function, runs a strategy or a session, applies gradients, or calls a Keras model method."""
-    body = loop.body
+    # a `for`/`while` statement's body, or a comprehension's element expression(s)
+    body = getattr(loop, "body", None) or getattr(loop, "elt", None) or getattr(loop, "value", None)
+    if body is None:
+        return False
     owner = sem.functions.owner(loop)
     for call in _calls_under(body):
         if sem.functions.owner(call) is not owner:
@@ -276,3 +282,53 @@ def _is_work_call(sem: Semantics, call: cst.Call, depth: int) -> bool:
     if depth > 0 and not isinstance(target, cst.Lambda):
         return any(_is_work_call(sem, c, depth - 1) for c in sem.functions.calls_in(target))
     return False
+
+
+# -- compatibility code: written for more than one TensorFlow/Keras version on purpose ---------------------------
+COMPAT_EXCEPTIONS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "NameError", "TypeError"})
+_COMPAT_TEST = re.compile(
+    r"hasattr|getattr|__version__|version|VERSION|find_spec|executing_eagerly|keras_?3|KERAS|LooseVersion|"
+    r"parse_version|is_tf2|tf2|TF2|v2_behavior|_IS_|legacy", re.I,
+)
+
+
+def in_compat_code(sem: Semantics, node: cst.CSTNode) -> bool:
+    """The node is part of code written for more than one version on purpose: a `try` whose handler catches an
+    import or attribute error (either side), a branch of an `if`/conditional expression that tests `hasattr`, a
+    version or eager mode, or the alternatives of an `isinstance(x, (Old, New))`."""
+    index = sem.index
+    prev = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, cst.Try):
+            for h in anc.handlers:
+                names = _exception_names(h.type) if h.type is not None else {"BaseException"}
+                if names & COMPAT_EXCEPTIONS:
+                    return True
+        elif isinstance(anc, (cst.If, cst.IfExp)):
+            if prev is not anc.test and _COMPAT_TEST.search(_code(sem, anc.test)):
+                return True
+        elif isinstance(anc, cst.Else) or isinstance(anc, cst.While):
+            pass
+        elif isinstance(anc, cst.Call) and isinstance(prev, cst.Arg):
+            q = sem.call_name(anc)
+            if q in ("builtins.isinstance", "builtins.issubclass") and isinstance(prev.value, cst.Tuple):
+                return True
+        prev = anc
+    return False
+
+
+def _exception_names(expr: cst.BaseExpression) -> set[str]:
+    if isinstance(expr, cst.Tuple):
+        out: set[str] = set()
+        for e in expr.elements:
+            out |= _exception_names(e.value)
+        return out
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, cst.Attribute):
+        return {expr.attr.value}
+    return set()
+
+
+def _code(sem: Semantics, node: cst.CSTNode) -> str:
+    return sem.module.code_for_node(node)

@@ -132,6 +132,8 @@ class DeclarativeCheck(Check):
         self._call_tails = {s.rsplit(".", 1)[-1] for e in self.calls for s in _qnames(e["call"])}
         self._method_names = {m for e in self.methods for m in _names(e["method"])}
         self._default_fix = next((f for f in meta.fix if f != "none"), "display")
+        # a rule that renames or replaces API is about versions: compatibility code is left alone
+        self.compat_sensitive = any(k.startswith(("rename", "replace")) for e in entries for k in e)
         # A pure pattern rule whose names do not even occur in the text cannot match (an alias is spelled through an
         # import or assignment that contains the original name): the engine skips its visits for this file.
         words = self._symbol_tails | self._call_tails | self._method_names

@@ -32,9 +32,13 @@ def _version(text: Any) -> tuple[int, int]:
 
 class DeprecatedDataApi(DeclarativeCheck):
     code = "TFL110"
+    compat_sensitive = True
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)
+        # TF1 code (TF 1.x, or the TF1 API on purpose through compat.v1): its iterators and experimental APIs are
+        # what it is written in, not deprecated uses (judged false on the real-code ledger)
+        self.skip_file = self.skip_file or ctx.target.tf1
         raw = meta.raw or {}
         self.since = {k: _version(v) for k, v in (raw.get("since") or {}).items()}
         self.table = [e for e in raw.get("table") or [] if self.target_version >= _version(e.get("since", "2.0"))]

@@ -36,15 +36,37 @@ class PrefetchNotLast(Check):
                 return
         if prefetch is None or prefetch.call is None:
             return
+        if self._prefetched_later(node):
+            return  # a later `prefetch` overlaps this work with training: prefetching after every stage is fine
         message = (f"`.{method}()` after `prefetch`: its work runs on the consumer's thread, after the prefetch "
                    "buffer, so it does not overlap with training; move `prefetch` to the end of the pipeline")
         fix = self._move(prefetch.call, node)
         if fix is None:
             self.report(node, message, start_node=func.attr)
             return
-        edits, text = fix
+        edits, text, same_chain = fix
+        # safe only when nothing but the place changes: an AUTOTUNE buffer (a literal `prefetch(n)` moved after
+        # `batch` would hold n batches instead of n elements) in one chain (a move through a variable may cross
+        # a branch: `if is_training:`)
+        safe = same_chain and self._autotune(prefetch.call)
         self.report(node, message, start_node=func.attr, edits=edits,
-                    fix_message=f"Move `{text}` after `.{method}()`", applicability=Applicability.SAFE)
+                    fix_message=f"Move `{text}` after `.{method}()`",
+                    applicability=Applicability.SAFE if safe else Applicability.UNSAFE)
+
+    def _prefetched_later(self, node: cst.Call) -> bool:
+        for call in self.index.nodes(cst.Call):
+            f = call.func
+            if call is node or not (isinstance(f, cst.Attribute) and f.attr.value == "prefetch"):
+                continue
+            later = self.datasets.pipeline(f.value)
+            if later is not None and any(s.call is node for s in later.steps):
+                return True
+        return False
+
+    def _autotune(self, prefetch: cst.Call) -> bool:
+        arg = prefetch.args[0].value if prefetch.args else None
+        q = self.names.qualified_name(arg) if arg is not None else None
+        return q in ("tensorflow.data.AUTOTUNE", "tensorflow.data.experimental.AUTOTUNE")
 
     def _move(self, prefetch: cst.Call, node: cst.Call):
         """Edits that move the prefetch link just after `node` (the fix loop moves it on, step by step, while
@@ -57,7 +79,7 @@ class PrefetchNotLast(Check):
             moved = links[i]
             rest = links[:i] + links[i + 1:]
             new = rest[:j] + [moved] + rest[j:]  # `node` is rest[j - 1]: the prefetch goes right after it
-            return [NodeEdit(top, "replace", node=rechain(root, new, top))], pf_text.strip()
+            return [NodeEdit(top, "replace", node=rechain(root, new, top))], pf_text.strip(), True
         # through a variable: `ds = ds.prefetch(n)` ... `ds = ds.map(f)`
         recv = node.func.value
         if not isinstance(recv, cst.Name):
@@ -77,4 +99,4 @@ class PrefetchNotLast(Check):
         else:
             removal = NodeEdit(prefetch, "replace", node=inner)  # `ds2 = ds.prefetch(n)` -> `ds2 = ds`
         appended = cst.Call(func=cst.Attribute(value=node, attr=cst.Name("prefetch")), args=prefetch.args)
-        return [removal, NodeEdit(node, "replace", node=appended)], pf_text.strip()
+        return [removal, NodeEdit(node, "replace", node=appended)], pf_text.strip(), False

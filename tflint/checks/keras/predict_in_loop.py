@@ -22,8 +22,8 @@ class PredictInLoop(Check):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "predict"):
             return
         loops = self.index.enclosing_loops(node)
-        if not loops or self.functions.in_tf_function(node):
-            return
+        if not loops or self.functions.in_tf_function(node) or self.ctx.target.tf1:
+            return  # TF1 graph mode: `predict` is one session run; calling the model would add ops every time
         if not is_model_value(self.sem, func.value):
             return
         if self._epoch_loop(loops[0]) or is_small_loop(self.sem, loops[0]):

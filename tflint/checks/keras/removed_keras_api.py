@@ -10,6 +10,7 @@ from typing import Any
 import libcst as cst
 
 from ...semantics import get_arg
+from ...pins import keras2_style
 from ..declarative import DeclarativeCheck
 from .models import keras_major
 
@@ -25,10 +26,16 @@ KERAS3_ONLY_PREFIXES = ("keras.optimizers.legacy.",)
 
 class RemovedKerasApi(DeclarativeCheck):
     code = "TFL302"
+    compat_sensitive = True
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)
         self._keras = keras_major(self.index, self.ctx.target)
+        # Keras of the TF1 era, or standalone Keras 2 modules (`keras.engine`, `multi_gpu_model`): which Keras 2
+        # release is unknown, and before 2.3 `fit_generator`, `ImageDataGenerator` and `multi_gpu_model` were the
+        # current API (judged false on the real-code ledger). Unknown means silent.
+        if ctx.target.version < (2, 0) or keras2_style(ctx.text):
+            self.skip_file = True
 
     def report(self, node, message=None, **kwargs) -> None:
         if self._keras == 2 and message:

@@ -12,6 +12,7 @@ OLD_LSO = "keras.mixed_precision.experimental.LossScaleOptimizer"
 
 class DeprecatedMixedPrecisionApi(DeclarativeCheck):
     code = "TFL404"
+    compat_sensitive = True
 
     def _symbol(self, node: cst.BaseExpression) -> None:
         parent = self.index.parent(node)

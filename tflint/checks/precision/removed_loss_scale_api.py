@@ -18,6 +18,7 @@ from ..keras.models import keras_major
 
 class RemovedLossScaleApi(DeclarativeCheck):
     code = "TFL403"
+    compat_sensitive = True
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)
