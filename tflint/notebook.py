@@ -41,6 +41,17 @@ class CellError:
     message: str  # e.g. "SyntaxError: invalid syntax"
 
 
+def _python2(metadata: dict) -> bool:
+    """A notebook saved from a Python 2 kernel: its cells are Python 2 (`print x`), which tflint does not read (no
+    finding: the code is not wrong, only older than the parser)."""
+    spec = metadata.get("kernelspec") or {}
+    info = metadata.get("language_info") or {}
+    version = info.get("version") if isinstance(info, dict) else None
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return (isinstance(version, str) and version.startswith("2.")) or name == "python2" or (
+        isinstance(info, dict) and (info.get("codemirror_mode") or {}) == {"name": "ipython", "version": 2})
+
+
 @dataclass
 class Notebook:
     raw: str
@@ -79,7 +90,7 @@ class Notebook:
         ).get("language") or ((data.get("metadata") or {}).get("language_info", {}) or {}).get("name") or "python"
         code_cells: list[int] = []
         sources: list[str] = []
-        if str(lang).lower() == "python":
+        if str(lang).lower() == "python" and not _python2(data.get("metadata") or {}):
             for i, cell in enumerate(data["cells"]):
                 if isinstance(cell, dict) and cell.get("cell_type") == "code":
                     src = cell.get("source", "")
