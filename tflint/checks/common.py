@@ -238,7 +238,7 @@ def loop_does_work(sem: Semantics, loop: cst.CSTNode) -> bool:
     if body is None:
         return False
     owner = sem.functions.owner(loop)
-    for call in _calls_under(body):
+    for call in nodes_under(body, cst.Call):
         if sem.functions.owner(call) is not owner:
             continue  # a def or lambda inside the loop: not run by the loop itself
         if _is_work_call(sem, call, depth=2):
@@ -251,13 +251,14 @@ def loop_does_work_call(sem: Semantics, call: cst.Call) -> bool:
     return _is_work_call(sem, call, depth=2)
 
 
-def _calls_under(node: cst.CSTNode) -> list[cst.Call]:
+def nodes_under(node: cst.CSTNode, typ: type) -> list:
+    """Every node of exactly type `typ` under `node` (itself included), read from the syntax fields."""
     from ..semantics.index import syntax_children
 
     out, stack = [], [node]
     while stack:
         n = stack.pop()
-        if type(n) is cst.Call:
+        if type(n) is typ:
             out.append(n)
         stack.extend(syntax_children(n))
     return out

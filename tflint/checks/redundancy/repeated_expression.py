@@ -20,7 +20,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import NOT_LITERAL, literal_value
 from ..base import Check, NodeEdit
-from ..common import IMPURE_PREFIXES, RANDOM_PREFIXES
+from ..common import IMPURE_PREFIXES, RANDOM_PREFIXES, nodes_under
 
 # Cheap or constant-producing ops: repeating them costs nothing worth a finding.
 CHEAP = frozenset({
@@ -52,6 +52,20 @@ PURE_TOP_LEVEL = frozenset({
     "segment_sum", "unsorted_segment_sum", "softmax", "squared_difference", "bitcast", "linspace", "meshgrid",
     "fill", "sequence_mask", "split", "unique", "to_float", "to_int32", "to_int64", "log_sigmoid",
 })
+# Ops whose cost grows with their input beyond one pass over it (products, convolutions, reductions, sorts,
+# decompositions): a repeated expression is worth a finding only if it holds one; repeating an elementwise op
+# (`tf.equal`, `tf.sqrt`, `a + b`) costs about as much as the local variable's allocation saves (the real-code
+# ledger judged 12 of 13 such findings not worth acting on).
+HEAVY_TAILS = frozenset({
+    "matmul", "einsum", "tensordot", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+    "reduce_any", "reduce_all", "reduce_logsumexp", "reduce_std", "reduce_variance", "sort", "argsort", "top_k",
+    "norm", "softmax", "log_softmax", "cumsum", "cumprod", "segment_sum", "unsorted_segment_sum", "unique",
+    "histogram_fixed_width", "searchsorted", "boolean_mask", "gather_nd", "scatter_nd", "conv1d", "conv2d",
+    "conv3d", "depthwise_conv2d", "separable_conv2d", "conv2d_transpose", "max_pool", "avg_pool", "max_pool2d",
+    "avg_pool2d", "resize", "l2_normalize", "moments", "batch_normalization",
+})
+HEAVY_PREFIXES = ("tensorflow.linalg.", "tensorflow.signal.")
+
 CONDITIONAL = (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 OP_WORDS = {cst.Add: "plus", cst.Subtract: "minus", cst.Multiply: "times", cst.Divide: "over", cst.Power: "pow",
             cst.MatrixMultiply: "matmul", cst.FloorDivide: "floordiv", cst.Modulo: "mod"}
@@ -109,14 +123,27 @@ class RepeatedTensorExpression(Check):
                 continue
             if self._runs_as_graph(chain[1].node) != self.in_function:
                 continue
+            if not self._heavy(chain[0].node):
+                continue
             for o in chain:
                 reported.add(id(o.node))
             self._report(chain)
 
+    def _heavy(self, node: cst.CSTNode) -> bool:
+        """The expression holds an op whose cost is more than one elementwise pass (see HEAVY_TAILS)."""
+        if any(isinstance(b.operator, cst.MatrixMultiply) for b in nodes_under(node, cst.BinaryOperation)):
+            return True
+        for call in nodes_under(node, cst.Call):
+            q = _v2(self.sem.call_name(call) or "")
+            if q.startswith("tensorflow.") and (q.rpartition(".")[2] in HEAVY_TAILS or q.startswith(HEAVY_PREFIXES)):
+                return True
+        return False
+
     def _runs_as_graph(self, node: cst.CSTNode) -> bool:
         """Inside a tf.function, a method of a Keras layer/model (Keras traces `call`), or a function mapped over
-        a tf.data dataset in this file (and the same-file helpers it calls): Grappler sees those graphs."""
-        if self.functions.in_tf_function(node):
+        a tf.data dataset in this file (and the same-file helpers it calls), or TF1 code (graph mode, sessions,
+        estimators): Grappler sees those graphs."""
+        if self.functions.in_tf_function(node) or self.ctx.target.tf1:
             return True
         cls = self.index.enclosing_class(node)
         if cls is not None and self.functions.is_keras_class(cls):
