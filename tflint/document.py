@@ -87,7 +87,7 @@ class NotebookDocument(Document):
                 self.own_findings = [syntax_error(path, str(exc).split(": ", 1)[-1])]
                 return
         self.lint_text = self.notebook.text
-        self.own_findings = [
+        self.own_findings = [] if self.notebook.python2 else [
             syntax_error(path, e.message, e.row, e.column, cell=e.cell) for e in self.notebook.cell_errors
         ]
 
@@ -95,7 +95,8 @@ class NotebookDocument(Document):
         if not self.notebook.exclude_cell_at(error.location.row, error.location.column, error.message):
             return False
         e = self.notebook.cell_errors[-1]
-        self.own_findings.append(syntax_error(self.path, e.message, e.row, e.column, cell=e.cell))
+        if not self.notebook.python2:
+            self.own_findings.append(syntax_error(self.path, e.message, e.row, e.column, cell=e.cell))
         self.lint_text = self.notebook.text
         return True
 

@@ -42,8 +42,9 @@ class CellError:
 
 
 def _python2(metadata: dict) -> bool:
-    """A notebook saved from a Python 2 kernel: its cells are Python 2 (`print x`), which tflint does not read (no
-    finding: the code is not wrong, only older than the parser)."""
+    """A notebook saved from a Python 2 kernel. Many such notebooks hold Python 3 code (the metadata of the kernel
+    they were last saved with), so their cells are read as usual; a cell that does not compile is taken for Python
+    2 (`print x`) and left out without a finding: the code is not wrong, only older than the parser."""
     spec = metadata.get("kernelspec") or {}
     info = metadata.get("language_info") or {}
     version = info.get("version") if isinstance(info, dict) else None
@@ -62,6 +63,7 @@ class Notebook:
     cell_rows: list[tuple[int, int]] = field(default_factory=list)  # (first row, last row) of each cell in text
     cell_errors: list[CellError] = field(default_factory=list)  # cells left out because they do not compile
     blanked: set[int] = field(default_factory=set)  # code cells (k into sources) left out after libcst rejected them
+    python2: bool = False  # saved from a Python 2 kernel: a cell that does not compile is Python 2, not a mistake
 
     def __post_init__(self) -> None:
         if self.text and not self.cell_errors:  # built from join_cells' output (the language server's path)
@@ -90,7 +92,7 @@ class Notebook:
         ).get("language") or ((data.get("metadata") or {}).get("language_info", {}) or {}).get("name") or "python"
         code_cells: list[int] = []
         sources: list[str] = []
-        if str(lang).lower() == "python" and not _python2(data.get("metadata") or {}):
+        if str(lang).lower() == "python":
             for i, cell in enumerate(data["cells"]):
                 if isinstance(cell, dict) and cell.get("cell_type") == "code":
                     src = cell.get("source", "")
@@ -101,6 +103,7 @@ class Notebook:
                     code_cells.append(i)
                     sources.append(src)
         nb = cls(raw, data, code_cells, sources)
+        nb.python2 = _python2(data.get("metadata") or {})
         nb.text, nb.cell_rows = join_cells(sources)
         nb.cell_errors = _cell_errors(code_cells, sources)
         return nb
