@@ -76,6 +76,8 @@ def project(tmp_path) -> Path:
     p.mkdir()
     _git(p, "init", "-q")
     (p / "pyproject.toml").write_text('[tool.tflint]\nselect = ["TFL101"]\nunsafe-fixes = true\n')
+    # a project on TF 2.15, where a stateless map is a finding (2.16+ parallelizes it by itself)
+    (p / "requirements.txt").write_text("tensorflow==2.15.*\n")
     return p
 
 
