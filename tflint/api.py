@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 
 from .config import Config
 from .document import SUFFIXES, Document, DocumentError, open_document
-from .engine import SYNTAX_ERROR, CheckResult, FixResult, Settings, check_text, fix_text, syntax_error_finding
+from .engine import CheckResult, FixResult, Settings, check_text, fix_text, syntax_error_finding
 from .findings import Finding
 from .source import SourceError, SourceFile, decode, read_source, write_atomic
 
@@ -53,18 +53,13 @@ class FileResult:
 def check_file_text(text: str, path: str, settings: Settings) -> CheckResult:
     doc = open_document(text, path)
     if doc.lint_text is None:
-        return CheckResult(_selected_own(doc, settings))
+        return CheckResult(doc.reported_own(settings))
     res = doc.analyse(lambda text: check_text(text, path, settings))
     return CheckResult(_with_own(doc, res.findings, settings), res.errors)
 
 
-def _selected_own(doc: Document, settings: Settings) -> list[Finding]:
-    """The document's own findings (TFL001 for a broken notebook or cell), when TFL001 is selected."""
-    return doc.own_findings if SYNTAX_ERROR in settings.codes_for(doc.path) else []
-
-
 def _with_own(doc: Document, engine_findings: list[Finding], settings: Settings) -> list[Finding]:
-    own = _selected_own(doc, settings)
+    own = doc.reported_own(settings)
     mapped = doc.map_findings(engine_findings)
     return sorted([*own, *mapped], key=lambda f: f.sort_key) if own else mapped
 
@@ -83,7 +78,7 @@ def process_text(
         return result
     doc = open_document(text, path)
     if doc.lint_text is None:
-        result.findings = _selected_own(doc, settings)
+        result.findings = doc.reported_own(settings)
         return result
     fixed = doc.analyse(lambda text: fix_text(text, path, settings))
     result.errors = fixed.errors

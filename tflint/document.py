@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence, TypeVar
 
+from .engine import SYNTAX_ERROR
 from .findings import Finding, Position
 
-SYNTAX_ERROR = "TFL001"
 R = TypeVar("R")
 
 
@@ -37,7 +37,6 @@ class Document:
     """A Python file: the text is what is analysed, positions need no mapping."""
 
     suffixes: tuple[str, ...] = (".py", ".pyi")
-    is_notebook = False
 
     def __init__(self, text: str, path: str) -> None:
         self.text = text
@@ -48,6 +47,10 @@ class Document:
     def map_findings(self, engine_findings: Sequence[Finding]) -> list[Finding]:
         """The engine's findings on `lint_text`, in the file's own coordinates."""
         return list(engine_findings)
+
+    def reported_own(self, settings) -> list[Finding]:
+        """The document's own findings (TFL001 for a broken notebook or cell) when the run selects TFL001."""
+        return self.own_findings if SYNTAX_ERROR in settings.codes_for(self.path) else []
 
     def render(self, fixed_lint_text: str) -> str:
         return fixed_lint_text
@@ -72,7 +75,6 @@ class NotebookDocument(Document):
     `source` of the cells they change."""
 
     suffixes = (".ipynb",)
-    is_notebook = True
 
     def __init__(self, text: str, path: str, notebook=None) -> None:
         from .notebook import Notebook, NotebookError

@@ -87,21 +87,23 @@ class Settings:
         """The TensorFlow (and Keras) a file runs on: `target-version` when configured; else what the project pins
         (tflint.pins), lowered to TF 1.15 for a file written against TF1 (tf.contrib or sessions without
         compat.v1 cannot run on TF2; a compat.v1 file is TF1 unless the project pins TF2)."""
-        from .pins import keras2_style, old_standalone_keras, pins_for, tf1_style
+        from .pins import keras2_style, pins_for, standalone_keras_import, tf1_style
 
         style = tf1_style(text)
         if self.config.target_explicit:
             v = self.config.target_version
             return Target(v, v < (2, 16), "target-version", tf1=style is not None or v < (2, 0))
+        k2_modules = keras2_style(text)
+        old_keras = k2_modules and standalone_keras_import(text)
         pins = pins_for(path)
         version = pins.tensorflow if pins is not None and pins.tensorflow else self.config.target_version
-        keras2 = (pins is not None and pins.keras2) or version < (2, 16) or keras2_style(text)
+        keras2 = (pins is not None and pins.keras2) or version < (2, 16) or k2_modules
         source = pins.source if pins is not None else ""
         if style == "tf1-runtime" or (style == "tf1-api" and (pins is None or not pins.tensorflow
                                                               or pins.tensorflow < (2, 0))):
             if version > (1, 15):
                 version, keras2, source = (1, 15), True, (source + "; " if source else "") + "TF1 code in the file"
-        return Target(version, keras2, source, tf1=style is not None or version < (2, 0) or old_standalone_keras(text))
+        return Target(version, keras2, source, tf1=style is not None or version < (2, 0) or old_keras)
 
     def may_contain_tf(self, text: str) -> bool:
         if not self.prefilter:

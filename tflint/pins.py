@@ -189,7 +189,7 @@ def pins_for(path: str) -> Optional[Pins]:
 # TF2 at all; a file that imports `tensorflow.compat.v1` (or disables v2 behaviour) uses the TF1 API on either.
 _COMPAT_V1 = re.compile(r"\btensorflow\.compat\.v1\b|\bfrom\s+tensorflow\.compat\s+import\s+v1\b|disable_v2_behavior\(\)")
 _TF1_ONLY = re.compile(
-    r"\btf\.contrib\.|\btensorflow\.contrib\b|\btf\.(?:Session|InteractiveSession|placeholder|"
+    r"\btf\.(?:Session|InteractiveSession|placeholder|"
     r"global_variables_initializer|variable_scope|get_variable|get_default_graph|to_float|to_int32|random_normal|"
     r"truncated_normal|train\.\w*Optimizer)\(|\btf\.layers\.\w+\("
 )
@@ -205,10 +205,10 @@ _KERAS2_ONLY = re.compile(
 _STANDALONE_KERAS = re.compile(r"^\s*(?:import keras\b|from keras[.\s])", re.M)
 
 
-def old_standalone_keras(text: str) -> bool:
-    """Multi-backend Keras 2 (`import keras` with modules Keras 3 removed): the Keras of TF1's graph mode, where
-    `model.predict` is one session run and calling the model builds new graph ops."""
-    return keras2_style(text) and _STANDALONE_KERAS.search(text) is not None
+def standalone_keras_import(text: str) -> bool:
+    """`import keras` / `from keras...`: with Keras-2-only modules (keras2_style), multi-backend Keras 2, the Keras
+    of TF1's graph mode, where `model.predict` is one session run and calling the model builds new graph ops."""
+    return _STANDALONE_KERAS.search(text) is not None
 
 
 def keras2_style(text: str) -> bool:

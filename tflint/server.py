@@ -313,8 +313,7 @@ class TflintServer(LanguageServer):
             return settings, [[] for _ in sources]
         doc = NotebookDocument.from_cells(sources, path)
         found = doc.map_findings(doc.analyse(lambda text: check_text(text, path, settings)).findings)
-        if SYNTAX_ERROR in settings.codes_for(path):
-            found += doc.own_findings
+        found += doc.reported_own(settings)
         per_cell: list[list[Finding]] = [[] for _ in sources]
         for f in found:
             if f.cell is not None:

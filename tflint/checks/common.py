@@ -7,7 +7,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from ..semantics import Semantics
+from ..semantics import Semantics, literal_value
 
 # Calls whose result depends on hidden state or that act on the outside world: a function that calls one is not
 # pure, so running it in parallel may change results (random streams) or effects (printing, Python code).
@@ -170,12 +170,8 @@ _STEP_NAME = re.compile(r"(^|_)(train|step|update|fit|optimi[sz]e|learn)(_|$)|_s
 
 
 def literal_int(expr: Optional[cst.BaseExpression]) -> Optional[int]:
-    if isinstance(expr, cst.Integer):
-        try:
-            return int(expr.value.replace("_", ""), 0)
-        except ValueError:
-            return None
-    return None
+    v = literal_value(expr) if expr is not None else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def loop_bound(sem: Semantics, loop: cst.CSTNode) -> Optional[int]:
@@ -241,14 +237,9 @@ def loop_does_work(sem: Semantics, loop: cst.CSTNode) -> bool:
     for call in nodes_under(body, cst.Call):
         if sem.functions.owner(call) is not owner:
             continue  # a def or lambda inside the loop: not run by the loop itself
-        if _is_work_call(sem, call, depth=2):
+        if is_work_call(sem, call):
             return True
     return False
-
-
-def loop_does_work_call(sem: Semantics, call: cst.Call) -> bool:
-    """The call itself does training, evaluation or inference work (see loop_does_work)."""
-    return _is_work_call(sem, call, depth=2)
 
 
 def nodes_under(node: cst.CSTNode, typ: type) -> list:
@@ -264,7 +255,9 @@ def nodes_under(node: cst.CSTNode, typ: type) -> list:
     return out
 
 
-def _is_work_call(sem: Semantics, call: cst.Call, depth: int) -> bool:
+def is_work_call(sem: Semantics, call: cst.Call, depth: int = 2) -> bool:
+    """The call does training, evaluation or inference work (a step, a graph function, a model, a strategy or
+    session run, gradients), looking `depth` same-file calls deep."""
     func = call.func
     name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
     if isinstance(func, cst.Attribute) and name in WORK_METHODS:
@@ -281,7 +274,7 @@ def _is_work_call(sem: Semantics, call: cst.Call, depth: int) -> bool:
     if sem.functions.is_tf_function(target):
         return True
     if depth > 0 and not isinstance(target, cst.Lambda):
-        return any(_is_work_call(sem, c, depth - 1) for c in sem.functions.calls_in(target))
+        return any(is_work_call(sem, c, depth - 1) for c in sem.functions.calls_in(target))
     return False
 
 
@@ -297,19 +290,16 @@ def in_compat_code(sem: Semantics, node: cst.CSTNode) -> bool:
     """The node is part of code written for more than one version on purpose: a `try` whose handler catches an
     import or attribute error (either side), a branch of an `if`/conditional expression that tests `hasattr`, a
     version or eager mode, or the alternatives of an `isinstance(x, (Old, New))`."""
-    index = sem.index
     prev = node
-    for anc in index.ancestors(node):
+    for anc in sem.index.ancestors(node):
         if isinstance(anc, cst.Try):
             for h in anc.handlers:
                 names = _exception_names(h.type) if h.type is not None else {"BaseException"}
                 if names & COMPAT_EXCEPTIONS:
                     return True
         elif isinstance(anc, (cst.If, cst.IfExp)):
-            if prev is not anc.test and _COMPAT_TEST.search(_code(sem, anc.test)):
+            if prev is not anc.test and _COMPAT_TEST.search(sem.module.code_for_node(anc.test)):
                 return True
-        elif isinstance(anc, cst.Else) or isinstance(anc, cst.While):
-            pass
         elif isinstance(anc, cst.Call) and isinstance(prev, cst.Arg):
             q = sem.call_name(anc)
             if q in ("builtins.isinstance", "builtins.issubclass") and isinstance(prev.value, cst.Tuple):
@@ -329,7 +319,3 @@ def _exception_names(expr: cst.BaseExpression) -> set[str]:
     if isinstance(expr, cst.Attribute):
         return {expr.attr.value}
     return set()
-
-
-def _code(sem: Semantics, node: cst.CSTNode) -> str:
-    return sem.module.code_for_node(node)

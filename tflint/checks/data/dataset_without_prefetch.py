@@ -7,10 +7,10 @@ from typing import Optional
 import libcst as cst
 
 from ...findings import Applicability
-from ...semantics import Pipeline, get_arg
+from ...semantics import NOT_LITERAL, Pipeline, get_arg, literal_value
 from ..base import Check
 from ..common import (
-    autotune, is_small_loop, loop_does_work, loop_does_work_call, method_call, optimization_disabled,
+    autotune, is_small_loop, is_work_call, loop_does_work, method_call, optimization_disabled,
 )
 
 CONSUMER_METHODS = {"fit": ("x", 0), "evaluate": ("x", 0), "predict": ("x", 0)}
@@ -34,10 +34,8 @@ def has_prefetch(p: Pipeline, sem) -> bool:
 
 
 def _literal(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+    if not isinstance(expr, cst.Name) and literal_value(expr) is not NOT_LITERAL:
         return True
-    if isinstance(expr, cst.UnaryOperation):
-        return _literal(expr.expression)
     if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
         return all(isinstance(e, cst.Element) and _literal(e.value) for e in expr.elements)
     if isinstance(expr, cst.Dict):
@@ -150,7 +148,7 @@ class DatasetWithoutPrefetch(Check):
                 loops = self.index.enclosing_loops(use)
                 if loops and not is_small_loop(self.sem, loops[0]) and loop_does_work(self.sem, loops[0]):
                     return True
-            elif loop_does_work_call(self.sem, use):
+            elif is_work_call(self.sem, use):
                 return True
         return False
 
