@@ -312,7 +312,7 @@ def test_rules_json():
 
 
 def test_ascii_terminal_never_crashes(proj):
-    (proj / "a.py").write_text(TF_MAP + "for x in ds:\n    pass\n# é\n")
+    (proj / "a.py").write_text(TF_MAP + "for x in ds:\n    train_step(x)\n# é\n")
     for fmt in ("concise", "full", "json", "github", "sarif"):
         p = run_tflint("check", "--output-format", fmt, "a.py", cwd=proj, env={"PYTHONIOENCODING": "ascii"})
         no_traceback(p)

@@ -234,8 +234,8 @@ def test_unit_tests_get_only_correctness_findings_unless_configured(tmp_path):
 
     src = ("import tensorflow as tf\n"
            "ds = tf.data.Dataset.range(8).map(lambda x: x + tf.random.uniform([], dtype=tf.int64)).cache()\n"
-           "ds = ds.map(lambda x: tf.strings.as_string(x * 2))\n"
-           "for x in ds:\n    pass\n")
+           "ds = ds.map(lambda x: tf.strings.as_string(x * 2)).prefetch(1)\n"
+           "for x in ds:\n    train_step(x)\n")
     (tmp_path / "pyproject.toml").write_text('[tool.tflint]\ntarget-version = "2.4"\n')
     (tmp_path / "tests").mkdir()
     for name in ("tests/data.py", "input_test.py", "train.py"):

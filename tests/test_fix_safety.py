@@ -124,7 +124,7 @@ def test_fix_twice_equals_once_cli(tmp_path):
     src = (
         "import tensorflow as tf\n"
         "ds = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(x)).map(lambda x: tf.strings.as_string(x * 2))\n"
-        "for x in ds:\n    pass\n"
+        "for x in ds:\n    train_step(x)\n"
     )
     f = tmp_path / "a.py"
     f.write_text(src)

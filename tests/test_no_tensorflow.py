@@ -19,7 +19,7 @@ def _py(code: str, cwd) -> subprocess.CompletedProcess:
 
 def test_cli_import_and_check_leave_tensorflow_out(tmp_path):
     (tmp_path / "a.py").write_text(
-        "import tensorflow as tf\nimport keras\nds = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(x))\nfor x in ds:\n    pass\n"
+        "import tensorflow as tf\nimport keras\nds = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(x))\nfor x in ds:\n    train_step(x)\n"
     )
     (tmp_path / "n.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": "import tensorflow as tf\n",
                                                              "metadata": {}, "outputs": []}], "metadata": {}}))

@@ -148,7 +148,7 @@ STEPS = [
     "padded_batch(4)",
 ]
 CONSUMERS = [
-    "for x in ds:\n    pass",
+    "for x in ds:\n    train_step(x)",
     "model.fit(ds, epochs=1)",
     "it = iter(ds)",
     "model.evaluate(ds)",

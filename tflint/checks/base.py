@@ -46,6 +46,10 @@ class Check:
     # A rule about renamed or removed API: code written for several versions on purpose (a `try/except
     # AttributeError` fallback, an `if hasattr(...)`/version branch, `isinstance(x, (Old, New))`) is not reported.
     compat_sensitive: ClassVar[bool] = False
+    # A claim about a dataset that feeds training (its input time, its order, its randomness): not reported where
+    # every read of the dataset that the file shows is a look at a few elements (`for x in ds.take(1): print(x)`,
+    # `next(iter(ds))`, a plot, `sess.run(next_element)` three times). See `checks/data/consumption.py`.
+    training_input: ClassVar[bool] = False
     # Messages: the YAML summary is used when a report gives no message.
 
     def __init__(self, ctx: "FileContext", meta: "RuleMeta") -> None:
@@ -86,6 +90,11 @@ class Check:
             from .common import in_compat_code
 
             if in_compat_code(self.sem, node):
+                return
+        if self.training_input:
+            from .data.consumption import preview_only
+
+            if preview_only(self.sem, node):
                 return
         self.ctx.reports.append(
             Report(

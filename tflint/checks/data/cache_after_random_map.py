@@ -11,6 +11,7 @@ MAPPING = ("map", "flat_map", "interleave", "filter", "map_with_legacy_function"
 
 class CacheAfterRandomMap(Check):
     code = "TFL111"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         p = dataset_call(self.sem, node, ("cache",))

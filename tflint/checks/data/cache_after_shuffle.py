@@ -10,6 +10,7 @@ from .chain import dataset_call, endless_repeat, evaluation_pipeline, is_false_l
 
 class CacheAfterShuffle(Check):
     code = "TFL112"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         p = dataset_call(self.sem, node, ("cache",))

@@ -12,6 +12,7 @@ from ..common import add_keyword_arg, autotune, is_pure_tf, order_not_required
 
 class InterleaveWithoutParallelCalls(Check):
     code = "TFL108"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

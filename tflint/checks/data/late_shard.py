@@ -28,6 +28,7 @@ _PLURAL = re.compile(r"(^|_)(files|filenames|fnames|paths|filepaths|file_paths|f
 
 class LateShard(Check):
     code = "TFL117"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         p = dataset_call(self.sem, node, ("shard",))

@@ -21,6 +21,7 @@ METHOD_ARGS = {
 
 class LiteralParallelism(Check):
     code = "TFL116"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -15,6 +15,7 @@ from .chain import cached_downstream, cheap_function, evaluation_pipeline, rando
 
 class MapWithoutParallelCalls(Check):
     code = "TFL101"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -25,6 +25,7 @@ PASS_THROUGH = ("shuffle", "repeat", "cache", "prefetch", "filter", "take", "ski
 
 class PerExampleParsing(Check):
     code = "TFL107"
+    training_input = True
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)

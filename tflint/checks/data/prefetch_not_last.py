@@ -16,6 +16,7 @@ HARMLESS_AFTER = frozenset({"prefetch", "with_options", "repeat", "take", "skip"
 
 class PrefetchNotLast(Check):
     code = "TFL103"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

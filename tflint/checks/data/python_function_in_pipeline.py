@@ -14,6 +14,7 @@ MAPPING = ("map", "filter", "flat_map", "interleave", "map_with_legacy_function"
 
 class PythonFunctionInPipeline(Check):
     code = "TFL105"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -18,6 +18,7 @@ CONSUMERS = {"fit": ("x", 0), "evaluate": ("x", 0), "predict": ("x", 0)}
 
 class PythonGeneratorInput(Check):
     code = "TFL104"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.sem.call_name(node)

@@ -11,6 +11,7 @@ STOP = ("shuffle", "batch", "padded_batch", "ragged_batch", "unbatch", "cache")
 
 class RepeatBeforeShuffle(Check):
     code = "TFL115"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         p = dataset_call(self.sem, node, ("shuffle",))

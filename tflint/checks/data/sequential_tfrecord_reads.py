@@ -26,6 +26,7 @@ MANY_FILES = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "
 
 class SequentialTfrecordReads(Check):
     code = "TFL109"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.sem.call_name(node)

@@ -13,6 +13,7 @@ RESET = ("unbatch", "rebatch", "bucket_by_sequence_length", "group_by_window", "
 
 class ShuffleAfterBatch(Check):
     code = "TFL114"
+    training_input = True
 
     def _batched_again(self, shuffle: cst.Call) -> bool:
         """A `batch` follows the shuffle in its chain: the earlier batch made the examples (sequences), this one

@@ -27,6 +27,7 @@ KEEPING = ("map", "filter", "repeat", "prefetch", "cache", "take", "skip", "with
 
 class SmallShuffleBuffer(Check):
     code = "TFL120"
+    training_input = True
 
     def visit_Call(self, node: cst.Call) -> None:
         p = dataset_call(self.sem, node, ("shuffle",))

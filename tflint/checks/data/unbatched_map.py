@@ -10,6 +10,7 @@ from .chain import Polymorphism, dataset_call, mapped_fn, swap_adjacent, swap_th
 
 class UnbatchedMap(Check):
     code = "TFL106"
+    training_input = True
 
     def __init__(self, ctx, meta) -> None:
         super().__init__(ctx, meta)

@@ -1,0 +1,222 @@
+"""How a dataset is consumed, as far as the file shows: followed forward from one of its pipeline's calls, through
+its method chain, the variables it is assigned to (later notebook cells included), `zip`, `iter()`, `enumerate()`,
+TF1 iterators and their `get_next()` tensors, to the places that read elements.
+
+A performance finding on an input pipeline claims that input time is on the training's critical path. When every
+place that reads the dataset is a look at a few elements (`for x in ds.take(1): print(x)`, `next(iter(ds))`, a
+plot of six images, three `sess.run(next_element)` prints, a loop that does no training work), there is no such
+time: the judges called those findings not worth acting on in every repository they read. When any reader trains,
+evaluates or predicts, or when the dataset leaves what this file shows (returned, passed to a function, stored on
+an object, never read here), the claim stands or falls on the rule's own evidence.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ...semantics import Semantics
+from ...semantics.datasets import DATASET_METHODS
+from ..common import WORK_METHODS, is_small_loop, loop_does_work
+
+PREVIEW, WORK, UNKNOWN, NEUTRAL = "preview", "work", "unknown", "neutral"
+
+# methods of a Dataset (or a TF1 iterator) whose result is another way to read the same elements
+_ITERATOR_METHODS = frozenset({
+    "as_numpy_iterator", "make_one_shot_iterator", "make_initializable_iterator", "__iter__", "create_iterator",
+})
+# reading these reads no element
+_NEUTRAL_METHODS = frozenset({
+    "cardinality", "output_shapes", "output_types", "output_classes", "element_spec", "options", "initializer",
+    "get_single_element_spec",
+})
+_ITERATOR_FUNCS = frozenset({
+    "tensorflow.compat.v1.data.make_one_shot_iterator", "tensorflow.compat.v1.data.make_initializable_iterator",
+    "tensorflow.data.make_one_shot_iterator", "tensorflow.data.make_initializable_iterator", "builtins.iter",
+    "builtins.enumerate", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm",
+})
+_COMBINE = frozenset({
+    "tensorflow.data.Dataset.zip", "tensorflow.compat.v1.data.Dataset.zip",
+    "tensorflow.data.experimental.sample_from_datasets", "tensorflow.data.Dataset.sample_from_datasets",
+})
+_PEEKS = frozenset({"builtins.next", "builtins.list", "builtins.tuple", "builtins.sorted"})
+_NEUTRAL_FUNCS = frozenset({"builtins.print", "builtins.len", "builtins.type", "builtins.isinstance", "builtins.repr",
+                            "builtins.str", "IPython.display.display", "builtins.display"})
+
+
+def preview_only(sem: Semantics, call: cst.CSTNode, budget: int = 80) -> bool:
+    """Every read of `call`'s dataset that this file shows looks at a few elements (and there is at least one)."""
+    seen: set[int] = set()
+    todo: list[cst.CSTNode] = [call]
+    found = False
+    while todo:
+        budget -= 1
+        if budget < 0:
+            return False
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        kind = _use(sem, node, todo)
+        if kind in (WORK, UNKNOWN):
+            return False
+        found = found or kind == PREVIEW
+    return found
+
+
+def _loop_kind(sem: Semantics, loop: cst.CSTNode) -> str:
+    if is_small_loop(sem, loop) or not loop_does_work(sem, loop):
+        return PREVIEW
+    return WORK
+
+
+def _use(sem: Semantics, node: cst.CSTNode, todo: list) -> str:
+    """Classify how the value of `node` is used; push the expressions that carry it further onto `todo`."""
+    parent = sem.index.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        method = parent.attr.value
+        grand = sem.index.parent(parent)
+        if not (isinstance(grand, cst.Call) and grand.func is parent):
+            return NEUTRAL if method in _NEUTRAL_METHODS else UNKNOWN
+        if method in _NEUTRAL_METHODS:
+            return NEUTRAL
+        if method in DATASET_METHODS or method in _ITERATOR_METHODS:
+            todo.append(grand)
+            return NEUTRAL
+        if method in ("get_next", "next"):
+            return _tensor_kind(sem, grand)
+        if method == "reduce":
+            return PREVIEW  # one pass that folds the elements (a count, a sum): not a training loop
+        if method in WORK_METHODS:
+            return WORK
+        return UNKNOWN
+    if isinstance(parent, cst.Element):
+        container = sem.index.parent(parent)
+        arg = sem.index.parent(container) if isinstance(container, (cst.Tuple, cst.List)) else None
+        call = sem.index.parent(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(call, cst.Call) and sem.call_name(call) in _COMBINE:
+            todo.append(call)
+            return NEUTRAL
+        return UNKNOWN
+    if isinstance(parent, cst.Arg) and parent.value is node:
+        call = sem.index.parent(parent)
+        if not isinstance(call, cst.Call):
+            return UNKNOWN
+        q = sem.call_name(call) or ""
+        if q in _COMBINE:
+            todo.append(call)
+            return NEUTRAL
+        if q in _ITERATOR_FUNCS:
+            todo.append(call)
+            return NEUTRAL
+        if q in _PEEKS:
+            return _peek_kind(sem, call)
+        if q in _NEUTRAL_FUNCS:
+            return NEUTRAL
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in WORK_METHODS:
+            return WORK
+        return UNKNOWN
+    if isinstance(parent, cst.For) and parent.iter is node:
+        return _loop_kind(sem, parent)
+    if isinstance(parent, cst.CompFor) and parent.iter is node:
+        comp = sem.index.parent(parent)
+        return _loop_kind(sem, comp) if comp is not None else UNKNOWN
+    if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0].target, cst.Name):
+        reads = _reads(sem, parent, parent.targets[0].target.value)
+        if not reads:
+            return UNKNOWN  # built and not read here: another module, or a later edit, reads it
+        todo.extend(reads)
+        return NEUTRAL
+    if isinstance(parent, cst.Expr):
+        return NEUTRAL  # a bare expression statement: the notebook shows its repr
+    return UNKNOWN
+
+
+def _is_read(sem: Semantics, name: cst.Name) -> bool:
+    """`name` is a variable read, not the `.attr` of an attribute (`tf.data`) or a keyword (`f(data=...)`)."""
+    parent = sem.index.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.attr is name:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is name:
+        return False
+    if isinstance(parent, (cst.For, cst.CompFor, cst.AnnAssign, cst.AugAssign)) and parent.target is name:
+        return False
+    return not isinstance(parent, (cst.Param, cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.AssignTarget,
+                                   cst.AsName))
+
+
+def _reads(sem: Semantics, assign: cst.Assign, name: str) -> list[cst.Name]:
+    out = []
+    for use in sem.index.names_named(name):
+        if use is assign.targets[0].target or not _is_read(sem, use):
+            continue
+        b = sem.index.lookup(name, use)
+        if b is not None and b.node is assign:
+            out.append(use)
+    return out
+
+
+def _peek_kind(sem: Semantics, call: cst.Call) -> str:
+    """`next(it)` in a loop that trains reads the stream; `next(iter(ds))`, `list(ds.take(5))`: a look."""
+    if sem.call_name(call) == "builtins.next":
+        loops = sem.index.enclosing_loops(call)
+        if loops and _loop_kind(sem, loops[0]) == WORK:
+            return WORK
+    return PREVIEW
+
+
+def _tensor_kind(sem: Semantics, get_next: cst.Call) -> str:
+    """TF1: `x = iterator.get_next()`, then only `sess.run(x)` in a few-iteration or work-free loop (a preview of the
+    elements); any other use of `x` (a model built on it) is the training input."""
+    parent = sem.index.parent(get_next)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+        return UNKNOWN
+    target = parent.targets[0].target
+    names = [target.value] if isinstance(target, cst.Name) else [
+        e.value.value for e in getattr(target, "elements", ()) if isinstance(e.value, cst.Name)]
+    if not names or (not isinstance(target, cst.Name) and len(names) != len(target.elements)):
+        return UNKNOWN
+    kind = None
+    for name in names:
+        for use in _reads(sem, parent, name) if isinstance(target, cst.Name) else _tuple_reads(sem, parent, name):
+            run = _enclosing_run(sem, use)
+            if run is None:
+                return UNKNOWN
+            loops = sem.index.enclosing_loops(run)
+            if loops and not is_small_loop(sem, loops[0]):
+                return UNKNOWN
+            kind = PREVIEW
+    return kind or UNKNOWN
+
+
+def _tuple_reads(sem: Semantics, assign: cst.Assign, name: str) -> list[cst.Name]:
+    out = []
+    for use in sem.index.names_named(name):
+        b = sem.index.lookup(name, use)
+        if b is not None and b.node is assign and _is_read(sem, use) and not _is_target(sem, use, assign):
+            out.append(use)
+    return out
+
+
+def _is_target(sem: Semantics, name: cst.Name, assign: cst.Assign) -> bool:
+    return any(a is assign.targets[0] for a in sem.index.ancestors(name))
+
+
+def _enclosing_run(sem: Semantics, node: cst.CSTNode) -> Optional[cst.Call]:
+    """The `sess.run(...)` / `session.run(...)` call whose arguments hold `node`, if any."""
+    for anc in sem.index.ancestors(node):
+        if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "run" \
+                and "sess" in _text(anc.func.value).lower():
+            return anc
+        if isinstance(anc, (cst.SimpleStatementLine, cst.FunctionDef, cst.Lambda)):
+            return None
+    return None
+
+
+def _text(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return _text(expr.value) + "." + expr.attr.value
+    return ""
