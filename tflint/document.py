@@ -50,7 +50,22 @@ class Document:
     def map_findings(self, engine_findings: Sequence[Finding]) -> list[Finding]:
         """The engine's findings on `lint_text`, in the file's own coordinates. A syntax error on a line of IPython
         syntax says so: the file is a notebook cell saved as Python."""
-        return [self._ipython_syntax(f) if f.code == SYNTAX_ERROR else f for f in engine_findings]
+        out = []
+        for f in engine_findings:
+            if f.code == SYNTAX_ERROR:
+                if self._deliberate(f):
+                    continue
+                f = self._ipython_syntax(f)
+            out.append(f)
+        return out
+
+    def _deliberate(self, f: Finding) -> bool:
+        """Python 2 source or an exercise blank (tflint.unfinished): not a mistake, left out without a finding."""
+        from .unfinished import not_a_mistake
+
+        if not f.message.startswith("SyntaxError") or self.lint_text is None:
+            return False
+        return not_a_mistake(self.lint_text.splitlines(), f.location.row, f.message) is not None
 
     def _ipython_syntax(self, f: Finding) -> Finding:
         """`%matplotlib inline`, `%%time`, `!pip install x` where the parse failed: valid in a notebook cell, never in
@@ -110,16 +125,34 @@ class NotebookDocument(Document):
         self.lint_text = self.notebook.text
         self.own_findings = [] if self.notebook.python2 else [
             syntax_error(path, e.message, e.row, e.column, cell=e.cell) for e in self.notebook.cell_errors
+            if not self._deliberate_cell(e)
         ]
 
     def exclude(self, error: Finding) -> bool:
         if not self.notebook.exclude_cell_at(error.location.row, error.location.column, error.message):
             return False
         e = self.notebook.cell_errors[-1]
-        if not self.notebook.python2:
+        if not self.notebook.python2 and not self._deliberate_cell(e):
             self.own_findings.append(syntax_error(self.path, e.message, e.row, e.column, cell=e.cell))
         self.lint_text = self.notebook.text
         return True
+
+    def _deliberate_cell(self, e) -> bool:
+        """A cell that does not compile on purpose: an exercise blank (tflint.unfinished), or, in a Colab notebook, a
+        cell magic after comment lines (Colab runs `# note\\n%%html\\n<p>...`; IPython would not). Python 2 is
+        decided by the kernel the notebook was saved with (`Notebook.python2`): under a Python 3 kernel, `print x`
+        fails when the user runs the cell."""
+        from .unfinished import exercise_blank
+
+        k = next((k for k, index in enumerate(self.notebook.code_cells) if index + 1 == e.cell), None)
+        if k is None:
+            return False
+        lines = self.notebook.sources[k].split("\n")
+        if self.notebook.colab:
+            first = next((ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")), "")
+            if first.startswith("%%"):
+                return True
+        return exercise_blank(lines, e.row, e.message)
 
     @classmethod
     def from_cells(cls, sources: list[str], path: str) -> "NotebookDocument":

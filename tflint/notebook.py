@@ -64,6 +64,7 @@ class Notebook:
     cell_errors: list[CellError] = field(default_factory=list)  # cells left out because they do not compile
     blanked: set[int] = field(default_factory=set)  # code cells (k into sources) left out after libcst rejected them
     python2: bool = False  # saved from a Python 2 kernel: a cell that does not compile is Python 2, not a mistake
+    colab: bool = False  # saved by Colab (metadata `colab`), which runs a cell magic after comment lines
 
     def __post_init__(self) -> None:
         if self.text and not self.cell_errors:  # built from join_cells' output (the language server's path)
@@ -82,7 +83,8 @@ class Notebook:
     @classmethod
     def parse(cls, raw: str, path: str = "<notebook>") -> "Notebook":
         try:
-            data = json.loads(raw)
+            # an empty .ipynb (a generator's placeholder for a chapter with no code) is an empty notebook
+            data = json.loads(raw) if raw.strip() else {"cells": []}
         except json.JSONDecodeError as exc:
             raise NotebookError(f"{path}: not a valid notebook: invalid JSON at line {exc.lineno}: {exc.msg}") from None
         if not isinstance(data, dict) or not isinstance(data.get("cells", None), list):
@@ -104,6 +106,7 @@ class Notebook:
                     sources.append(src)
         nb = cls(raw, data, code_cells, sources)
         nb.python2 = _python2(data.get("metadata") or {})
+        nb.colab = isinstance(data.get("metadata"), dict) and "colab" in data["metadata"]
         nb.text, nb.cell_rows = join_cells(sources)
         nb.cell_errors = _cell_errors(code_cells, sources)
         return nb

@@ -1,0 +1,92 @@
+"""Syntax errors that are not mistakes (tflint.unfinished): Python 2 files and cells, exercise blanks, a Colab cell
+magic after comments, an empty .ipynb. Left out without a TFL001; a real syntax error next to them is reported."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_notebook import findings, nb_json
+from tflint.api import check_source, default_settings
+from tflint.unfinished import exercise_blank, not_a_mistake, python2_source
+
+
+def tfl001(text: str, path: str = "m.py") -> list:
+    return list(check_source(text, path, default_settings(select=["TFL001"])))
+
+
+@pytest.mark.parametrize("line", [
+    "print x", "    print 'loss', loss", "print >>sys.stderr, 'x'", "except ValueError, e:", 'exec "x = 1"',
+    "raise ValueError, 'bad'", "mode = 0777", "n = 10L", "if a <> b:", "s = `x`", 'p = ur"\\d"',
+])
+def test_python2_lines(line):
+    assert python2_source([line], 1, "SyntaxError: invalid syntax")
+
+
+@pytest.mark.parametrize("line", ["x = (1,", "print(x", "def f(:", "y = a +", "except (A, B) as e"])
+def test_python3_mistakes_are_not_python2(line):
+    assert not python2_source([line], 1, "SyntaxError: invalid syntax")
+
+
+def test_python2_message_decides():
+    assert python2_source(["foo"], 1, "SyntaxError: Missing parentheses in call to 'print'. Did you mean print(...)?")
+
+
+@pytest.mark.parametrize("lines,row", [
+    (["x = # TODO"], 1),
+    (["# YOUR CODE HERE", "preds ="], 2),
+    (["model = load(<insert artifact ID here>)"], 1),
+    (["w = ___"], 1),
+    (["_, loss = ########## TO DO ############"], 1),
+])
+def test_exercise_blanks(lines, row):
+    assert exercise_blank(lines, row)
+
+
+def test_block_whose_body_is_a_todo():
+    lines = ["with scope('pool1'):", "    # TO DO", "", "x = 1"]
+    assert exercise_blank(lines, 4, "expected an indented block after 'with' statement on line 1")
+    assert not exercise_blank(["with scope('pool1'):", "", "x = 1"], 3, "expected an indented block")
+
+
+@pytest.mark.parametrize("lines,row", [
+    (["x = (1,"], 1),
+    (["y = a +"], 1),
+    (["# TODO: speed this up later", "def f(:"], 2),  # a marker nearby, but the line is a real mistake
+    (["if a < b and c > d:", "  x ="], 2),
+])
+def test_real_mistakes_are_not_blanks(lines, row):
+    assert not exercise_blank(lines, row)
+
+
+def test_not_a_mistake_names_the_reason():
+    assert not_a_mistake(["print x"], 1, "SyntaxError: invalid syntax") == "Python 2 source"
+    assert not_a_mistake(["x = # TODO"], 1, "SyntaxError: invalid syntax") == "an exercise blank"
+    assert not_a_mistake(["x = (1,"], 1, "SyntaxError: '(' was never closed") is None
+
+
+def test_python_files():
+    assert tfl001("import numpy as np\nx = np.zeros(3)\nprint x\n") == []
+    assert tfl001("import tensorflow as tf\n_, loss = ########## TO DO ############\n") == []
+    got = tfl001("import tensorflow as tf\nx = (1,\n")
+    assert [f.code for f in got] == ["TFL001"]
+
+
+def test_notebook_cells():
+    raw = nb_json("import tensorflow as tf\n", "x = # TODO\n", "model = f(\n  # TODO: add layers\n  <insert layers here>\n)\n",
+                  "y = (1,\n")
+    got = findings(raw, select=("TFL001",))
+    assert [(f.cell, f.location.row) for f in got] == [(4, 1)]
+
+
+def test_colab_cell_magic_after_comments():
+    cell = "# Embed custom HTML directly into a cell's output.\n%%html\n<marquee>HTML rocks</marquee>\n"
+    plain = json.loads(nb_json("import tensorflow as tf\n", cell))
+    assert [f.cell for f in findings(json.dumps(plain), select=("TFL001",))] == [2]  # IPython rejects it
+    plain["metadata"]["colab"] = {"provenance": []}
+    assert findings(json.dumps(plain), select=("TFL001",)) == []  # Colab runs it
+
+
+@pytest.mark.parametrize("raw", ["", "\n", "  \n"])
+def test_empty_notebook_file(raw):
+    assert findings(raw, select=("TFL001",)) == []
