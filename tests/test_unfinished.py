@@ -38,6 +38,9 @@ def test_python2_message_decides():
     (["model = load(<insert artifact ID here>)"], 1),
     (["w = ___"], 1),
     (["_, loss = ########## TO DO ############"], 1),
+    (["# labels.", "label_i = ", "pred_i ="], 2),
+    (["### YOUR ACTION REQUIRED:", "# Create a second feature", "example.features.feature['adversaries']."], 3),
+    (["# TODO 1b", "for w in pairs:", "    context_class = #TODO 1b: your code here"], 3),
 ])
 def test_exercise_blanks(lines, row):
     assert exercise_blank(lines, row)
@@ -47,13 +50,16 @@ def test_block_whose_body_is_a_todo():
     lines = ["with scope('pool1'):", "    # TO DO", "", "x = 1"]
     assert exercise_blank(lines, 4, "expected an indented block after 'with' statement on line 1")
     assert not exercise_blank(["with scope('pool1'):", "", "x = 1"], 3, "expected an indented block")
+    far = ["with scope('conv1'):", "    # TO DO", "", "", "", "", "", "with scope('conv2'):"]
+    assert exercise_blank(far, 8, "expected an indented block after 'with' statement on line 1")
+    assert not exercise_blank(far, 8, "expected an indented block")
 
 
 @pytest.mark.parametrize("lines,row", [
     (["x = (1,"], 1),
     (["y = a +"], 1),
-    (["# TODO: speed this up later", "def f(:"], 2),  # a marker nearby, but the line is a real mistake
-    (["if a < b and c > d:", "  x ="], 2),
+    (["# TODO: speed this up later", "x = 1", "y = 2", "z = 3", "def f(:"], 5),  # the marker is too far above
+    (["if a < b and c > d:", "  x == (1,"], 2),
 ])
 def test_real_mistakes_are_not_blanks(lines, row):
     assert not exercise_blank(lines, row)
@@ -63,6 +69,11 @@ def test_not_a_mistake_names_the_reason():
     assert not_a_mistake(["print x"], 1, "SyntaxError: invalid syntax") == "Python 2 source"
     assert not_a_mistake(["x = # TODO"], 1, "SyntaxError: invalid syntax") == "an exercise blank"
     assert not_a_mistake(["x = (1,"], 1, "SyntaxError: '(' was never closed") is None
+
+
+def test_a_file_ported_to_python3_keeps_its_print_statement_error():
+    text = "from __future__ import print_function\nimport numpy as np\nprint np.zeros(3)\n"
+    assert [f.code for f in tfl001(text)] == ["TFL001"]
 
 
 def test_python_files():

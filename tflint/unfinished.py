@@ -38,7 +38,8 @@ _PY2_LINE = re.compile(
 # what a template puts where the reader's code goes
 _MARKER = re.compile(r"(?i)\b(TODO|TO\s?DO|FIXME|YOUR\s+(CODE|ACTION|ANSWER|TURN)|FILL\s*(ME|IN|THIS|HERE)|"
                      r"INSERT\b.*\bHERE|REPLACE\b.*\bHERE|COMPLETE\s+THIS|WRITE\s+YOUR)")
-_BLANK = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|(^|[=(,]\s*)\?\?\?|=\s*(#.*)?$")
+_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?")
+_UNFINISHED = re.compile(r"^\s*[\w.\[\]'\", ]+=\s*$")  # `label_i =`, `preds, labels =`
 
 
 def python2_source(lines: Sequence[str], row: int, message: str) -> bool:
@@ -50,22 +51,25 @@ def python2_source(lines: Sequence[str], row: int, message: str) -> bool:
 
 
 def exercise_blank(lines: Sequence[str], row: int, message: str = "") -> bool:
-    """The syntax error at `row` is a blank left for the reader: a placeholder on the line, or a line left
-    unfinished (`x =`, a block whose body is only a `# TO DO` comment) next to a `TODO` / `YOUR CODE HERE` marker
-    within the three lines above it."""
-    line = lines[row - 1] if 0 < row <= len(lines) else ""
-    near = lines[max(row - 4, 0):row]
-    marked = any(_MARKER.search(ln) for ln in near)
-    if re.search(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?", _code_part(line)):
-        return True  # `<insert artifact ID here>`, `___`, `???`
-    if marked and "expected an indented block" in message:
-        return True  # `with scope():` whose body is a `# TO DO` comment
-    return marked and bool(_BLANK.search(line) or not _code_part(line).strip() or _MARKER.search(line))
+    """The syntax error at `row` is a blank left for the reader: a placeholder on the line (`<insert ... here>`,
+    `___`, `???`), an assignment left without a value (`x =`), or any error within three lines below a `TODO` /
+    `YOUR CODE HERE` marker (or below the marker inside the block the error message names: `expected an indented
+    block after 'with' statement on line 81`)."""
+    line = _code_part(lines[row - 1]) if 0 < row <= len(lines) else ""
+    if _PLACEHOLDER.search(line) or _UNFINISHED.match(line):
+        return True
+    start = max(row - 4, 0)
+    m = re.search(r"on line (\d+)", message)
+    if m and 0 < int(m.group(1)) < row:
+        start = min(start, int(m.group(1)) - 1)
+    return any(_MARKER.search(ln) for ln in lines[start:row])
 
 
 def not_a_mistake(lines: Sequence[str], row: int, message: str) -> Optional[str]:
-    """Why the syntax error at `row` is deliberate ("Python 2 source", "an exercise blank"), or None."""
-    if python2_source(lines, row, message):
+    """Why the syntax error at `row` is deliberate ("Python 2 source", "an exercise blank"), or None. A file that
+    imports `print_function` from `__future__` was ported to Python 3: a `print x` left in it is a mistake."""
+    ported = any("print_function" in ln and "__future__" in ln for ln in lines)
+    if python2_source(lines, row, message) and not ported:
         return "Python 2 source"
     if exercise_blank(lines, row, message):
         return "an exercise blank"
