@@ -249,6 +249,10 @@ def test_removed_keras_api_needs_the_project_to_run_keras_3(tmp_path):
 
     assert codes("a.py") == []
     assert codes("b.py") == ["TFL302"]
+    # a lower bound alone (`tensorflow>=1.15`, NSL's install doc) still allows Keras 2: not established
+    (tmp_path / "requirements.txt").write_text("tensorflow>=1.15.0\n")
+    pins_for_folder.cache_clear()
+    assert codes("a.py") == []
     (tmp_path / "requirements.txt").write_text("tensorflow>=2.16\n")
     pins_for_folder.cache_clear()
     assert codes("a.py") == ["TFL302"]

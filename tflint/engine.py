@@ -116,7 +116,9 @@ class Settings:
         # multi-backend Keras (standalone `keras` before 2.4, as a notebook printed it) runs TF1-style graphs
         multi_backend = (pins is not None and pins.keras_version is not None and pins.keras_version < (2, 4)
                          and standalone_keras_import(text))
-        return Target(version, keras2, source, tf1=style is not None or version < (2, 0) or old_keras or multi_backend)
+        floor = pins.oldest if pins is not None and pins.tensorflow else None
+        return Target(version, keras2, source, tf1=style is not None or version < (2, 0) or old_keras or multi_backend,
+                      floor=floor)
 
     def may_contain_tf(self, text: str) -> bool:
         if not self.prefilter:
@@ -150,6 +152,7 @@ class Target:
     keras2: bool  # the file's Keras is Keras 2 (TF < 2.16, keras<3 or tf-keras pinned)
     source: str  # where it came from, for messages
     tf1: bool = False  # the file is written against the TF1 API (compat.v1, sessions, tf.contrib) or runs TF 1.x
+    floor: Optional[tuple[int, int]] = None  # the oldest TensorFlow the pins allow (`tensorflow>=1.15`: 1.15)
 
 
 @dataclass

@@ -42,6 +42,7 @@ class Pins:
     keras2: bool  # the project runs Keras 2 (keras<3, tf-keras, or TensorFlow < 2.16)
     source: str  # where this was read, for messages: "requirements.txt: tensorflow==1.15"
     keras_version: Optional[tuple[int, int]] = None  # an exact Keras release (`keras==2.0.8`, a notebook's output)
+    oldest: Optional[tuple[int, int]] = None  # the oldest TensorFlow release the pins allow (`>=1.15`: 1.15)
 
 
 def _norm(name: str) -> str:
@@ -144,12 +145,13 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
     if not tf_specs and not keras2:
         return None
     target: Optional[tuple[int, int]] = None
+    oldest: Optional[tuple[int, int]] = None
     source = keras_source
     specs = [(f, n, sp) for f, n, sp in tf_specs if sp]
     if specs:
         allowed = [r for r in RELEASES if all(allows(sp, r) for _, _, sp in specs)]
         if allowed:
-            target = allowed[-1]
+            target, oldest = allowed[-1], allowed[0]
             source = "; ".join(f"{f}: {n}{sp}" for f, n, sp in specs)
         else:
             # files that disagree (requirements.txt `tensorflow==2.11.1`, an old conda yml `tensorflow==2.1.0rc1`):
@@ -162,13 +164,13 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
                 own = [(f, n, sp) for f, n, sp in specs if f == fname]
                 allowed = [r for r in RELEASES if all(allows(sp, r) for _, _, sp in own)]
                 if allowed:
-                    target = allowed[-1]
+                    target, oldest = allowed[-1], allowed[0]
                     source = "; ".join(f"{f}: {n}{sp}" for f, n, sp in own) + " (other files disagree)"
                     break
     keras2 = keras2 or (target is not None and target < (2, 16))
     if target is None and not keras2:
         return None
-    return Pins(target, keras2, source, keras_version)
+    return Pins(target, keras2, source, keras_version, oldest)
 
 
 def pip_installs(text: str) -> str:
@@ -259,7 +261,7 @@ def _pins_here(d: Path) -> Optional[Pins]:
             if found is None:
                 return docs
             return Pins(docs.tensorflow, found.keras2 or docs.keras2, f"{found.source}; {docs.source}",
-                        found.keras_version or docs.keras_version)
+                        found.keras_version or docs.keras_version, docs.oldest)
     return found
 
 
@@ -279,7 +281,8 @@ def pins_for(path: str) -> Optional[Pins]:
     if project is None:
         return ran
     return Pins(ran.tensorflow or project.tensorflow, ran.keras2 or (ran.tensorflow is None and project.keras2),
-                "; ".join(x for x in (ran.source, project.source) if x), ran.keras_version or project.keras_version)
+                "; ".join(x for x in (ran.source, project.source) if x), ran.keras_version or project.keras_version,
+                ran.oldest if ran.tensorflow else project.oldest)
 
 
 _VERSION_ATTR = re.compile(r"\b(tf|tensorflow|keras)\s*\.\s*__version__\b")

@@ -288,6 +288,26 @@ def loop_does_work(sem: Semantics, loop: cst.CSTNode) -> bool:
     return False
 
 
+_USER_INPUT = frozenset({"builtins.input", "getpass.getpass", "builtins.raw_input"})
+_UPLOAD = ("google.colab.files.upload", "ipywidgets.FileUpload")
+
+
+def user_paced(sem: Semantics, loop: cst.CSTNode) -> bool:
+    """The loop waits for a person every iteration: it calls `input()` (`Continue? (Y/n)`), or it walks the files
+    the user just uploaded (`uploaded = files.upload()` then `for fn in uploaded.keys():`). Per-iteration overhead
+    is invisible next to the person."""
+    body = getattr(loop, "body", None)
+    if body is not None and any(sem.call_name(c) in _USER_INPUT for c in nodes_under(body, cst.Call)):
+        return True
+    it = getattr(loop, "iter", None)
+    while isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in ("keys", "items", "values"):
+        it = it.func.value
+    if isinstance(it, cst.Name):
+        b = sem.index.lookup(it.value, it)
+        it = b.value if b is not None and b.kind == "assign" else None
+    return isinstance(it, cst.Call) and (sem.call_name(it) or "").startswith(_UPLOAD)
+
+
 def nodes_under(node: cst.CSTNode, typ: type) -> list:
     """Every node of exactly type `typ` under `node` (itself included), read from the syntax fields."""
     from ..semantics.index import syntax_children

@@ -84,6 +84,40 @@ def _few_elements(p: Pipeline) -> bool:
     return bound is not None and bound <= TINY_ELEMENTS
 
 
+IN_MEMORY_SOURCES = frozenset({"from_tensor_slices", "from_tensors", "range"})
+# steps that only reorder, group or slice elements already computed: no input time worth overlapping
+ASSEMBLY_STEPS = frozenset({
+    "shuffle", "batch", "padded_batch", "repeat", "cache", "take", "skip", "unbatch", "shard", "with_options",
+    "enumerate", "prefetch", "rebatch",
+})
+
+
+def _only_assembly(p: Pipeline, sem, start: int) -> bool:
+    """Every step from `start` on reorders, batches or slices, or maps a cheap function (field selection, casts,
+    arithmetic): microseconds per batch, nothing for a prefetch to hide."""
+    from .chain import cheap_function
+
+    for s in p.steps[start:]:
+        if s.method in ASSEMBLY_STEPS:
+            continue
+        if s.method == "map" and s.call is not None:
+            expr = sem.datasets.mapped_function(s.call)
+            fn = sem.functions.resolve_callable(expr) if expr is not None else None
+            if fn is not None and cheap_function(sem, fn):
+                continue
+        return False
+    return True
+
+
+def _in_memory(p: Pipeline, sem) -> bool:
+    """`from_tensor_slices((x_train, y_train)).shuffle(10000).batch(128)`: slices of arrays already in memory,
+    shuffled and batched (the in-memory MNIST of many examples): producing a batch costs microseconds."""
+    call = p.source.call
+    if call is None or not isinstance(call.func, cst.Attribute) or call.func.attr.value not in IN_MEMORY_SOURCES:
+        return False
+    return _only_assembly(p, sem, 1)
+
+
 class DatasetWithoutPrefetch(Check):
     code = "TFL102"
 
@@ -106,6 +140,10 @@ class DatasetWithoutPrefetch(Check):
             return  # tf.data's `inject_prefetch` (default since 2.11) adds the final prefetch itself
         if _tiny_literal_source(p) or _few_elements(p):
             return  # a dataset of a few literal values or elements: there is no input time to overlap
+        if _in_memory(p, self.sem):
+            return  # in-memory arrays sliced, shuffled and batched: no input time worth overlapping
+        if p.source_prefetched and _only_assembly(p, self.sem, 1):
+            return  # another module's function ends with `prefetch`; only cheap steps follow it
         note = " (this file switches tf.data's `inject_prefetch` off)" if disabled else ""
         message = f"Pipeline consumed by {consumer} has no `prefetch` at its end: input and training do not overlap{note}"
         spelling = autotune(self.sem, self.target_version, last.call)

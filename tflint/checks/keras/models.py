@@ -161,12 +161,14 @@ KERAS3_MARKERS = re.compile(r"\bkeras\.ops\b|\bfrom keras import ops\b|\bkeras_c
 
 
 def keras3_established(ctx, index) -> bool:
-    """The file runs Keras 3 by evidence, not by default: its target is Keras 3 and comes from the project's pins,
-    a notebook's printed versions or `target-version`, or the file uses Keras 3 API. With nothing pinned, which
-    Keras a project runs is unknown, and a claim that only holds on Keras 3 is not made."""
+    """The file runs Keras 3 by evidence, not by default: its target is Keras 3 and comes from the project's pins
+    that allow no TensorFlow before 2.16 (`tensorflow>=1.15` leaves Keras 2 possible), a notebook's printed
+    versions or `target-version`, or the file uses Keras 3 API. With nothing pinned, which Keras a project runs is
+    unknown, and a claim that only holds on Keras 3 is not made."""
     if keras_major(index, ctx.target) != 3:
         return False
-    return bool(ctx.settings.config.target_explicit or ctx.target.source or KERAS3_MARKERS.search(ctx.text))
+    pinned = bool(ctx.target.source) and ctx.target.floor is not None and ctx.target.floor >= (2, 16)
+    return bool(ctx.settings.config.target_explicit or pinned or KERAS3_MARKERS.search(ctx.text))
 
 
 def keras_major(index, target) -> int:

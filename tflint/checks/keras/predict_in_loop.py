@@ -8,7 +8,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
-from ..common import is_small_loop
+from ..common import is_small_loop, user_paced
 from .models import is_model_value
 
 # Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
@@ -38,6 +38,8 @@ class PredictInLoop(Check):
             return  # `predict(test_ds)`: a whole dataset per call is what `predict` is for
         if self._epoch_loop(loops[0]) or is_small_loop(self.sem, loops[0]):
             return  # once per epoch, or a loop that runs a handful of times (a demo, a preview): no cost to speak of
+        if any(user_paced(self.sem, loop) for loop in loops):
+            return  # `input("Continue?")` each iteration, or the files the user uploaded: a person sets the pace
         model = self.code_for(func.value)
         where = "inside a loop" if via is None else f"in a function called in a loop (`{self.code_for(via.func)}(...)`)"
         message = (f"`{model}.predict()` {where}: every call builds a data adapter and runs a predict loop for "

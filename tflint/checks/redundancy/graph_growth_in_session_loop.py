@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..base import Check
-from ..common import nodes_under
+from ..common import is_small_loop, nodes_under
 from .sessions import is_session
 
 # TensorFlow calls that do not add nodes to the graph.
@@ -26,6 +26,15 @@ NO_OP_PREFIXES = (
     "tensorflow.compat.v1.app.", "tensorflow.python_io.", "tensorflow.compat.v1.python_io.", "tensorflow.io.TFRecordWriter",
     "tensorflow.io.tf_record_iterator", "tensorflow.compat.v1.io.tf_record_iterator", "tensorflow.make_ndarray",
     "tensorflow.make_tensor_proto", "tensorflow.compat.v1.make_tensor_proto",
+    # Python structure helpers: they flatten and pack nested lists and dicts, no op is created
+    "tensorflow.nest.", "tensorflow.compat.v1.nest.", "tensorflow.python.util.nest.", "tensorflow.contrib.framework.nest.",
+    # session plumbing: a MonitoredSession per checkpoint finds its Scaffold's ops in the graph's collections after
+    # the first one (the `evaluate_repeatedly` pattern), so no op is added per iteration
+    "tensorflow.train.ChiefSessionCreator", "tensorflow.compat.v1.train.ChiefSessionCreator",
+    "tensorflow.train.WorkerSessionCreator", "tensorflow.compat.v1.train.WorkerSessionCreator",
+    "tensorflow.train.MonitoredSession", "tensorflow.compat.v1.train.MonitoredSession",
+    "tensorflow.train.SingularMonitoredSession", "tensorflow.compat.v1.train.SingularMonitoredSession",
+    "tensorflow.train.Scaffold", "tensorflow.compat.v1.train.Scaffold",
 )
 
 
@@ -63,17 +72,42 @@ class GraphGrowthInSessionLoop(Check):
         if not loops:
             return
         loop = loops[-1]
+        if id(loop) in self._reported:
+            return
+        self._reported.add(id(loop))
         if self._fresh_graph_per_iteration(loop):
             return  # `reset_default_graph()` or `with tf.Graph().as_default():` in the loop: no graph outlives an iteration
+        if any(is_small_loop(self.sem, lp) for lp in loops):
+            return  # at most a handful of copies (a two-setting test, a ten-iteration demo): the graph stays bounded
+        if self._finalized_before(node):
+            return  # `graph.finalize()` earlier in the function: TensorFlow raises on any op added to it
         owner = self.functions.owner(node)
+        growing = []
         for call in self.index.nodes(cst.Call):
-            if id(call) in self._reported or loop not in self.index.ancestors(call) or self.functions.owner(call) is not owner:
+            if loop not in self.index.ancestors(call) or self.functions.owner(call) is not owner:
                 continue
             q = self.sem.call_name(call)
             if not q or not q.startswith("tensorflow.") or q.startswith(NO_OP_PREFIXES):
                 continue
-            self._reported.add(id(call))
-            self.report(call, f"`{self.code_for(call.func)}` adds new ops to the graph in every iteration of a loop "
-                              "that calls `sess.run`: the graph grows without bound, each run gets slower and memory "
-                              "leaks; build the op once before the loop (and feed values through a placeholder), or "
-                              "call `graph.finalize()` to catch this")
+            if any(a in growing for a in self.index.ancestors(call)):
+                continue  # `tf.reduce_mean(tf.cast(...))`: one expression, reported once
+            growing.append(call)
+        if not growing:
+            return
+        first = growing[0]
+        more = f" (and {len(growing) - 1} more op-creating call{'s' if len(growing) > 2 else ''} in this loop)" \
+            if len(growing) > 1 else ""
+        self.report(first, f"`{self.code_for(first.func)}` adds new ops to the graph in every iteration of a loop "
+                           f"that calls `sess.run`{more}: the graph grows without bound, each run gets slower and memory "
+                           "leaks; build the ops once before the loop (and feed values through a placeholder), or "
+                           "call `graph.finalize()` to catch this")
+
+    def _finalized_before(self, node: cst.CSTNode) -> bool:
+        owner = self.functions.owner(node)
+        at = self.index.order_of(self.index.statement_of(node))
+        for call in self.index.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "finalize" and not call.args \
+                    and self.functions.owner(call) is owner \
+                    and self.index.order_of(self.index.statement_of(call)) < at:
+                return True
+        return False
