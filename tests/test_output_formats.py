@@ -18,7 +18,7 @@ SARIF_SCHEMA = ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
 SOURCE = '''import tensorflow as tf
 
 label = "😀"; ds = tf.data.Dataset.range(10).map(lambda x: tf.strings.as_string(x))
-noisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))
+noisy = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(tf.cast(x, tf.float32) + tf.random.uniform([])))
 for x in ds:
     train_step(x)
 broken = tf.data.Dataset.range(3).map(

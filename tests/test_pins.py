@@ -284,3 +284,18 @@ def test_files_that_disagree_take_requirements_txt():
              ("requirements-gpu.txt", "tensorflow-gpu==2.12.0\n"), ("requirements.txt", "tensorflow==2.11.1\n")]
     found = pins_of_text(texts)
     assert found.tensorflow == (2, 11) and "other files disagree" in found.source
+
+
+def test_tensorflow_docker_images_pin_the_release(tmp_path):
+    """A README or Dockerfile that runs TensorFlow's own image (`docker image tensorflow/tensorflow:2.4.0-gpu`,
+    `FROM tensorflow/tensorflow:1.15.2-gpu-py3`) says which TensorFlow the project runs; `latest` says nothing."""
+    from tflint.pins import pip_installs
+
+    assert pip_installs("- docker image tensorflow/tensorflow:2.4.0-gpu\n").splitlines() == ["tensorflow==2.4.0"]
+    assert pip_installs("FROM tensorflow/tensorflow:1.15.2-gpu-py3\n").splitlines() == ["tensorflow==1.15.2"]
+    assert pip_installs("FROM tensorflow/tensorflow:latest-gpu\n") == ""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text("Run in the docker image tensorflow/tensorflow:2.4.0-gpu.\n")
+    pins_for_folder.cache_clear()
+    found = pins_for_folder(tmp_path)
+    assert found is not None and found.tensorflow == (2, 4) and found.keras2

@@ -25,7 +25,7 @@ PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).with_name("p
 BAD = '''import tensorflow as tf
 
 ds = tf.data.Dataset.range(10).map(lambda x: tf.strings.as_string(x), num_parallel_calls=tf.data.AUTOTUNE)
-noisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))
+noisy = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(tf.cast(x, tf.float32) + tf.random.uniform([])))
 safe = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(x * 2))
 '''
 CLEAN = '''import tensorflow as tf
@@ -133,7 +133,7 @@ def test_fix_hook_applies_safe_fixes_only(tflint_repo, project):
     lines = fixed.splitlines()
     # the safe fix is applied; the unsafe one is not, although the project's config sets unsafe-fixes = true
     assert lines[4] == "safe = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(x * 2), num_parallel_calls=tf.data.AUTOTUNE)"
-    assert lines[3] == "noisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))"
+    assert lines[3] == "noisy = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(tf.cast(x, tf.float32) + tf.random.uniform([])))"
     assert "bad.py:4:" in out and "TFL101" in out  # what is left is reported
 
 

@@ -345,7 +345,7 @@ def test_did_change_is_debounced_and_publishes_for_the_latest_version(workspace)
 
 def test_quick_fixes_suppression_and_unsafe_label(client, workspace):
     client.initialize(workspace)
-    text = PIPELINE + "\nnoisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))\n"
+    text = PIPELINE + "\nnoisy = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(tf.cast(x, tf.float32) + tf.random.uniform([])))\n"
     path = workspace / "train.py"
     uri = open_doc(client, path, text)
     diags = client.diagnostics(uri, version=1)
@@ -384,7 +384,7 @@ def test_fix_all_applies_safe_fixes_only_like_check_fix(client, workspace):
     client.initialize(workspace)
     # unsafe-fixes on in the config must not leak into fixAll
     (workspace / "pyproject.toml").write_text(SELECT + "unsafe-fixes = true\n")
-    text = PIPELINE + "\nnoisy = tf.data.Dataset.range(3).map(lambda x: x + tf.random.uniform([]))\n"
+    text = PIPELINE + "\nnoisy = tf.data.Dataset.range(3).map(lambda x: tf.strings.as_string(tf.cast(x, tf.float32) + tf.random.uniform([])))\n"
     path = workspace / "train.py"
     uri = open_doc(client, path, text)
     client.diagnostics(uri, version=1)
@@ -395,7 +395,7 @@ def test_fix_all_applies_safe_fixes_only_like_check_fix(client, workspace):
     got = apply_text_edits(text, actions[0]["edit"]["changes"][uri])
     expected = fix_source(text, str(path), settings_of(workspace, unsafe_fixes=False)).text
     assert got == expected != text
-    assert "tf.random.uniform([]))\n" in got  # the unsafe TFL101 fix was not applied
+    assert "tf.random.uniform([])))\n" in got  # the unsafe TFL101 fix was not applied
     assert ".prefetch(tf.data.AUTOTUNE)" in got
 
     # the same through the command: the server asks the editor to apply the edit

@@ -173,10 +173,15 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
     return Pins(target, keras2, source, keras_version, oldest)
 
 
+_DOCKER_IMAGE = re.compile(r"\btensorflow/tensorflow:(\d+\.\d+(?:\.\d+)?)(?:-[\w.-]+)?")
+
+
 def pip_installs(text: str) -> str:
-    """The requirements a Dockerfile (or shell script) installs with `pip install ...`, one per line: a project
-    that builds its image with `RUN pip3 install tensorflow==2.2.0` runs that TensorFlow."""
-    out = []
+    """The requirements a Dockerfile (or shell script, or README) installs with `pip install ...`, one per line: a
+    project that builds its image with `RUN pip3 install tensorflow==2.2.0` runs that TensorFlow. TensorFlow's own
+    Docker images count as installing their release (`FROM tensorflow/tensorflow:2.4.0-gpu`, a README's
+    "docker image tensorflow/tensorflow:2.4.0-gpu")."""
+    out = [f"tensorflow=={m.group(1)}" for m in _DOCKER_IMAGE.finditer(text)]
     for line in text.replace("\\\n", " ").splitlines():
         for m in re.finditer(r"\bpip3?\s+install\s+([^&;|]*)", line):
             for token in m.group(1).split():

@@ -545,7 +545,14 @@ CHEAP_TAILS = frozenset({
     "square", "negative", "ensure_shape", "convert_image_dtype", "random_crop", "random_flip_left_right",
     "random_flip_up_down", "flip_left_right", "flip_up_down", "stop_gradient", "shape", "size", "zeros", "ones",
     "zeros_like", "ones_like", "fill", "constant", "range", "tuple", "dict", "float", "int", "len",
+    # indexing and small reshuffles of one element (a window slice, a permutation, a label rewrite)
+    "gather", "gather_nd", "slice", "strided_slice", "rot90", "where", "pad", "tile", "argmax", "argmin",
+    "equal", "not_equal", "greater", "less", "logical_and", "logical_or", "logical_not", "floor", "round",
+    "uniform", "random_uniform", "normal", "random_normal", "shuffle", "cond", "map_structure", "flatten",
+    "pack_sequence_as", "list", "isinstance", "print",
 })
+# methods of the function's own dict/list values: `features.pop("label")`, `x.copy()`
+_CONTAINER_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update", "setdefault"})
 
 
 def cheap_function(sem: Semantics, fn) -> bool:
@@ -555,8 +562,11 @@ def cheap_function(sem: Semantics, fn) -> bool:
         return False
     for call in sem.functions.body_nodes(fn, cst.Call):
         q = sem.call_name(call) or ""
-        if not (q.startswith(("tensorflow.", "builtins.")) and q.rsplit(".", 1)[-1] in CHEAP_TAILS):
-            return False
+        if q.startswith(("tensorflow.", "builtins.")) and q.rsplit(".", 1)[-1] in CHEAP_TAILS:
+            continue
+        if not q and isinstance(call.func, cst.Attribute) and call.func.attr.value in _CONTAINER_METHODS:
+            continue
+        return False
     return True
 
 
