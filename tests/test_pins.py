@@ -253,6 +253,9 @@ def test_removed_keras_api_needs_the_project_to_run_keras_3(tmp_path):
     (tmp_path / "requirements.txt").write_text("tensorflow>=1.15.0\n")
     pins_for_folder.cache_clear()
     assert codes("a.py") == []
+    # ... but what breaks across the whole range is still reported: `lr=` is ignored from Keras 2.11 on
+    (tmp_path / "c.py").write_text("import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=0.01)\n")
+    assert codes("c.py") == ["TFL302"]
     (tmp_path / "requirements.txt").write_text("tensorflow>=2.16\n")
     pins_for_folder.cache_clear()
     assert codes("a.py") == ["TFL302"]

@@ -101,3 +101,9 @@ def test_colab_cell_magic_after_comments():
 @pytest.mark.parametrize("raw", ["", "\n", "  \n"])
 def test_empty_notebook_file(raw):
     assert findings(raw, select=("TFL001",)) == []
+
+
+def test_an_indented_cell_magic_is_not_a_colab_cell_magic():
+    raw = json.loads(nb_json("import tensorflow as tf\n", " %%time\nx = 1\n"))
+    raw["metadata"]["colab"] = {}
+    assert [f.cell for f in findings(json.dumps(raw), select=("TFL001",))] == [2]

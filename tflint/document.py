@@ -149,8 +149,8 @@ class NotebookDocument(Document):
             return False
         lines = self.notebook.sources[k].split("\n")
         if self.notebook.colab:
-            first = next((ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")), "")
-            if first.startswith("%%"):
+            first = next((ln for ln in lines if ln.strip() and not ln.strip().startswith("#")), "")
+            if first.startswith("%%"):  # at the start of its line: ` %%time` indented is another matter
                 return True
         return exercise_blank(lines, e.row, e.message)
 

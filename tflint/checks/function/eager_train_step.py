@@ -24,7 +24,7 @@ NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"
 # precondition failures that mean the step works on host values every iteration (an RL step sampling a NumPy
 # replay buffer, a step that logs `loss.numpy()`): `tf.function` cannot wrap it as written, so the claim that
 # wrapping it runs each step as one graph does not hold; unknown means silent
-HOST_VALUE_REASONS = ("it calls `.numpy()`", "it calls NumPy", "it converts a value to Python", "it calls `")
+HOST_VALUE_REASONS = ("it calls `.numpy()`", "it calls NumPy", "it converts a value to Python", "it calls `")  # helpers too
 
 
 class EagerTrainStep(Check):
@@ -135,6 +135,28 @@ class EagerTrainStep(Check):
                     return f"it assigns `{self.code_for(t.target)}` (a Python side effect)"
         if not has_tf:
             return "it does no TensorFlow computation"
+        return self._host_values_in_helpers(fn)
+
+    def _host_values_in_helpers(self, fn: cst.FunctionDef, depth: int = 2, seen: Optional[set] = None) -> Optional[str]:
+        """A same-file helper the step calls (`self.plot(...)`, `grad_clipping(...)`, two calls deep) reads host
+        values: `.numpy()`, NumPy on results, `float(t)`. Compiling the step then needs that helper rewritten too."""
+        seen = seen if seen is not None else {id(fn)}
+        for call in self.functions.calls_in(fn):
+            target = self.functions.resolve_callable(call.func)
+            if not isinstance(target, cst.FunctionDef) or id(target) in seen:
+                continue
+            seen.add(id(target))
+            for inner in self.functions.calls_in(target):
+                q = self.names.call_name(inner) or ""
+                func = inner.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not inner.args:
+                    return f"it calls `{self.code_for(call.func)}`, which calls `.numpy()`"
+                if q in NUMPY_CONVERSIONS and inner.args and literal_value_is_python(inner.args[0].value) is False:
+                    return f"it calls `{self.code_for(call.func)}`, which converts a value to Python"
+            if depth > 1:
+                found = self._host_values_in_helpers(target, depth - 1, seen)
+                if found:
+                    return found
         return None
 
     def _retrace_risk(self, fn: cst.FunctionDef) -> Optional[str]:

@@ -46,8 +46,13 @@ class RemovedKerasApi(DeclarativeCheck):
         # No pins, no notebook output, no `target-version`: which Keras the project runs is unknown, and a file that
         # uses these names was written for Keras 2 (judged not worth acting on in a Keras 2 course whose version
         # was only in its README). Unknown means silent, unless the file itself uses Keras 3 API.
+        # Pins whose range starts before Keras 3 (`tensorflow>=2.6`) leave both possible: what breaks across that
+        # whole range is reported (the `since` entries: `lr=` is ignored from 2.11 on), migration advice is not.
         if self._keras == 3 and not keras3_established(ctx, self.index):
-            self.skip_file = True
+            if ctx.target.source and ctx.target.floor is not None and ctx.target.floor < (2, 16):
+                self._keras = 2
+            else:
+                self.skip_file = True
 
     def report(self, node, message=None, **kwargs) -> None:
         if self._keras == 2 and message:
