@@ -305,7 +305,29 @@ def user_paced(sem: Semantics, loop: cst.CSTNode) -> bool:
     if isinstance(it, cst.Name):
         b = sem.index.lookup(it.value, it)
         it = b.value if b is not None and b.kind == "assign" else None
-    return isinstance(it, cst.Call) and (sem.call_name(it) or "").startswith(_UPLOAD)
+    if isinstance(it, cst.Call) and (sem.call_name(it) or "").startswith(_UPLOAD):
+        return True
+    return _event_callback(sem, sem.index.enclosing_function(loop))
+
+
+_CALLBACK_REGISTRATIONS = frozenset({"observe", "on_click", "on_submit", "interact", "interactive", "interact_manual",
+                                     "on_trait_change", "on_msg"})
+
+
+def _event_callback(sem: Semantics, fn: Optional[cst.FunctionDef]) -> bool:
+    """`fn` is registered as a widget callback (`uploader.observe(on_upload_change, names="value")`,
+    `button.on_click(run)`, `interact(f, x=...)`): it runs when a person acts."""
+    if fn is None:
+        return False
+    for name in sem.index.names_named(fn.name.value):
+        arg = sem.index.parent(name)
+        call = sem.index.parent(arg) if isinstance(arg, cst.Arg) and arg.value is name else None
+        if isinstance(call, cst.Call):
+            f = call.func
+            method = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+            if method in _CALLBACK_REGISTRATIONS:
+                return True
+    return False
 
 
 def nodes_under(node: cst.CSTNode, typ: type) -> list:

@@ -33,7 +33,7 @@ class PythonSideEffectInFunction(Check):
             return
         if isinstance(func, cst.Attribute) and func.attr.value in LIST_MUTATORS:
             fn = graph_function(self, node)
-            if fn is not None and is_outer_container(self, func.value, fn):
+            if fn is not None and is_outer_container(self, func.value, fn) and not self._filled_once(node, func.value):
                 self.report(node, f"`.{func.attr.value}()` on `{self.code_for(func.value)}`, created outside the "
                                   "graph function, runs once at trace time, not on every call; return the value "
                                   "or use a `tf.Variable`/`tf.TensorArray`", start_node=func.attr)
@@ -42,9 +42,30 @@ class PythonSideEffectInFunction(Check):
         for t in node.targets:
             if isinstance(t.target, cst.Subscript):
                 fn = graph_function(self, node)
-                if fn is not None and is_outer_container(self, t.target.value, fn):
+                if fn is not None and is_outer_container(self, t.target.value, fn) \
+                        and not self._filled_once(node, t.target.value):
                     self.report(t.target, f"Item assignment to `{self.code_for(t.target.value)}`, created outside "
                                           "the graph function, runs once at trace time, not on every call")
+
+    def _filled_once(self, node: cst.CSTNode, container: cst.BaseExpression) -> bool:
+        """The write is guarded by the container being empty (`if not v_slot: v_slot.append(tf.Variable(0))`,
+        `if not structure: structure["state"] = ...`, `if cache is None`): the create-once idiom, which wants exactly
+        the trace-time run."""
+        text = self.code_for(container)
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if isinstance(anc, cst.If):
+                test = anc.test
+                if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+                        and self.code_for(test.expression) == text:
+                    return True
+                if isinstance(test, cst.Comparison) and self.code_for(test.left) == text and len(test.comparisons) == 1 \
+                        and isinstance(test.comparisons[0].operator, cst.Is) \
+                        and isinstance(test.comparisons[0].comparator, cst.Name) \
+                        and test.comparisons[0].comparator.value == "None":
+                    return True
+        return False
 
     def visit_Global(self, node: cst.Global) -> None:
         self._global(node, "global")
