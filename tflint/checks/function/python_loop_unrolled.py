@@ -35,6 +35,10 @@ class PythonLoopUnrolled(Check):
         why = self._size(it, fn)
         if why is None:
             return
+        if why.startswith("a static dimension") and self._indexes_python_sequence(node):
+            # `for i in range(x.shape[1]): one_hots.append(tf.one_hot(x[:, i], vocab_sizes[i]))`: the body pairs each
+            # column with a Python value, so the dimension is as small as that Python list (feature columns)
+            return
         message = (f"Python `for ... in range({self._args(it)})` inside a graph function ({why}): the loop is "
                    "unrolled into the graph at trace time (one copy of the body per iteration: slow tracing, a "
                    "large graph); `tf.range` makes it one graph loop. Per call, the unrolled graph can be faster")
@@ -95,6 +99,19 @@ class PythonLoopUnrolled(Check):
     def _int_value_literal(self, expr: cst.BaseExpression) -> Optional[int]:
         v = literal_value(expr)
         return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def _indexes_python_sequence(self, loop: cst.For) -> bool:
+        """The body indexes a Python sequence (not a tensor) with the loop counter: `vocab_sizes[i]`."""
+        names = {n.value for n in walk(loop.target, cst.Name)}
+        t = tensors(self)
+        for sub in walk(loop.body, cst.Subscript):
+            used = {n.value for el in sub.slice for n in walk(el, cst.Name)}
+            if used & names and isinstance(sub.value, cst.Name) and not t.is_tensor(sub.value):
+                b = self.index.lookup(sub.value.value, sub.value)
+                if b is not None and b.kind in ("assign", "annassign", "import") or b is None:
+                    if b is None or b.kind != "assign" or not t.is_tensor(b.value):
+                        return True
+        return False
 
     def _convertible(self, loop: cst.For) -> bool:
         """No Python-only use of the loop in its body: list mutation, indexing Python sequences with the loop
