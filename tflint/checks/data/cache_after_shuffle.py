@@ -21,12 +21,22 @@ class CacheAfterShuffle(Check):
                for st in steps):
             return  # `shuffle().take(1).cache().repeat()`: a fake-data mode that replays a fixed few elements on purpose
         if len(steps) == len(p.steps) and self._shuffling_source(p):
+            source = p.source.call.func.attr.value if isinstance(p.source.call.func, cst.Attribute) else "the source"
+            batched = self._batched_source(p)
             if not self._shuffled_after(node):
                 self.report(
                     node,
-                    f"`cache()` after `{p.source.call.func.attr.value if isinstance(p.source.call.func, cst.Attribute) else 'the source'}`"
-                    " (shuffle=True by default): the cache stores the first epoch's batches and every later epoch "
-                    "replays them in that order; pass `shuffle=False` and shuffle after the cache, or cache first",
+                    f"`cache()` after `{source}` (shuffle=True by default): the cache stores the first epoch's batches "
+                    "and every later epoch replays them in that order; pass `shuffle=False` and shuffle after the "
+                    "cache, or cache first",
+                    start_node=node.func.attr,
+                )
+            elif batched and not self._unbatched_after(node):
+                self.report(
+                    node,
+                    f"`cache()` after `{source}` (shuffle=True by default): the cache stores the first epoch's batches, "
+                    "and the `shuffle` after it only reorders those whole batches: every epoch trains on the same "
+                    "batch compositions; pass `shuffle=False` to the source and shuffle examples before batching",
                     start_node=node.func.attr,
                 )
             return
@@ -54,6 +64,22 @@ class CacheAfterShuffle(Check):
             return False
         arg = get_arg(call, "shuffle")
         return arg is None or not is_false_literal(arg)
+
+    def _batched_source(self, p) -> bool:
+        """The Keras utility batches (its default `batch_size=32`; `batch_size=None` yields single examples)."""
+        arg = get_arg(p.source.call, "batch_size")
+        from ...semantics import literal_value
+
+        return arg is None or literal_value(arg.value) is not None
+
+    def _unbatched_after(self, cache: cst.Call) -> bool:
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("unbatch", "rebatch"):
+                p = self.datasets.pipeline(func.value)
+                if p is not None and any(s.call is cache for s in p.steps):
+                    return True
+        return False
 
     def _shuffled_after(self, cache: cst.Call) -> bool:
         for call in self.index.nodes(cst.Call):
