@@ -14,6 +14,13 @@ from .chain import cached_downstream
 
 FROM_GENERATOR = ("tensorflow.data.Dataset.from_generator", "tensorflow.compat.v1.data.Dataset.from_generator")
 CONSUMERS = {"fit": ("x", 0), "evaluate": ("x", 0), "predict": ("x", 0)}
+# readers of formats TensorFlow has no op for: a generator built on them is the way in, not a slip to fix
+# (judged not worth acting on: video through OpenCV, HDF5 and NIfTI volumes, DICOM, audio through librosa)
+NO_TF_DECODER = (
+    "cv2.VideoCapture", "h5py.", "nibabel.", "pydicom.", "SimpleITK.", "librosa.", "soundfile.", "scipy.io.",
+    "tables.", "zarr.", "netCDF4.", "xarray.", "pyarrow.", "lmdb.", "rasterio.", "osgeo.", "trimesh.", "open3d.",
+    "av.", "decord.", "imageio.get_reader", "imageio.v2.get_reader", "imageio.v3.imiter", "skvideo.",
+)
 
 
 class PythonGeneratorInput(Check):
@@ -33,6 +40,9 @@ class PythonGeneratorInput(Check):
             gen = self._generator_call(arg.value)
             if gen is None or switched_off(self.sem, node):
                 return
+            target = self.functions.resolve_callable(gen.func)
+            if target is not None and self._reads_undecodable(target):
+                return  # the generator reads a format TensorFlow cannot decode (video, HDF5, NIfTI, ...)
             self.report(
                 arg.value,
                 f"`{func.attr.value}` is fed by the Python generator `{self.code_for(gen.func)}`: every batch is "
@@ -52,6 +62,10 @@ class PythonGeneratorInput(Check):
                   "TFRecords written once for the rest)")
         gen_arg = get_arg(node, "generator", 0)
         fn = self.functions.resolve_callable(gen_arg.value) if gen_arg is not None else None
+        if gen_arg is not None and self._parameter(gen_arg.value):
+            return  # `def dataset_from_generator(generator): ...`: a library wrapping its caller's generator
+        if fn is not None and self._reads_undecodable(fn):
+            return  # the generator reads a format TensorFlow cannot decode (video, HDF5, NIfTI, ...)
         self._per_element = None
         slices = self._array_walk(fn) if fn is not None and get_arg(node, "args", 3) is None else None
         if slices is None:
@@ -86,6 +100,27 @@ class PythonGeneratorInput(Check):
         self.report(node, message + "; this generator only walks in-memory arrays: use `from_tensor_slices`",
                     start_node=self._start(node), replacement=replacement,
                     fix_message=f"Use `from_tensor_slices({slices})`{note}", applicability=Applicability.UNSAFE)
+
+    def _parameter(self, expr: cst.BaseExpression) -> bool:
+        """The generator is a parameter of the enclosing function (or `self.<param>`-free plain name bound only as a
+        parameter): what it does is its caller's business, unknown here."""
+        if isinstance(expr, cst.Call):
+            expr = expr.func  # `from_generator(make_gen(...))`: the factory
+        if not isinstance(expr, cst.Name):
+            return False
+        b = self.index.lookup(expr.value, expr)
+        return b is not None and b.kind == "param"
+
+    def _reads_undecodable(self, fn, depth: int = 2) -> bool:
+        for call in self.functions.calls_in(fn):
+            q = self.sem.call_name(call) or ""
+            if q.startswith(NO_TF_DECODER):
+                return True
+            if depth > 0:
+                target = self.functions.resolve_callable(call.func)
+                if isinstance(target, cst.FunctionDef) and target is not fn and self._reads_undecodable(target, depth - 1):
+                    return True
+        return False
 
     def _start(self, node: cst.Call):
         return node.func.attr if isinstance(node.func, cst.Attribute) else None
