@@ -302,3 +302,33 @@ def test_tensorflow_docker_images_pin_the_release(tmp_path):
     pins_for_folder.cache_clear()
     found = pins_for_folder(tmp_path)
     assert found is not None and found.tensorflow == (2, 4) and found.keras2
+
+
+def test_a_rename_needs_the_new_name_in_every_supported_release(tmp_path):
+    """`tensorflow>=2.4.0` (acme) supports 2.4: `tf.data.Dataset.sample_from_datasets` (new in 2.7) would break it
+    there, so the deprecated `tf.data.experimental.sample_from_datasets` is not reported; a floor of 2.7 allows it.
+    Fixes spell AUTOTUNE the way the oldest supported release has it."""
+    (tmp_path / ".git").mkdir()
+    code = ("import tensorflow as tf\n"
+            "ds = tf.data.experimental.sample_from_datasets([a, b], weights=[0.5, 0.5])\n")
+    (tmp_path / "m.py").write_text(code)
+
+    def codes(*args):
+        p = run_tflint("check", "--no-cache", "--select", "TFL110", "--output-format", "json", *args, "m.py",
+                       cwd=tmp_path)
+        return [f["code"] for f in json.loads(p.stdout)]
+
+    (tmp_path / "requirements.txt").write_text("tensorflow>=2.4.0\n")
+    pins_for_folder.cache_clear()
+    assert codes() == []
+    (tmp_path / "requirements.txt").write_text("tensorflow>=2.7\n")
+    pins_for_folder.cache_clear()
+    assert codes() == ["TFL110"]
+    (tmp_path / "requirements.txt").write_text("tensorflow>=2.2,<2.5\n")
+    pins_for_folder.cache_clear()
+    (tmp_path / "m.py").write_text("import tensorflow as tf\n"
+                                   "ds = tf.data.TFRecordDataset(['a']).map(lambda x: tf.io.parse_tensor(x, tf.float32))\n"
+                                   "model.fit(ds)\n")
+    p = run_tflint("check", "--no-cache", "--select", "TFL101", "--output-format", "json", "m.py", cwd=tmp_path)
+    fixes = [f["fix"]["message"] for f in json.loads(p.stdout) if f.get("fix")]
+    assert fixes and all("experimental.AUTOTUNE" in m for m in fixes), fixes

@@ -115,5 +115,12 @@ class Check:
     def target_version(self) -> tuple[int, int]:
         return self.ctx.target_version
 
+    @property
+    def oldest_version(self) -> tuple[int, int]:
+        """The oldest TensorFlow the project supports: its pins' lower bound (`tensorflow>=2.4` on a 2.21 target:
+        2.4), else the target. A name a fix inserts must exist there too, or the fix breaks a supported release."""
+        floor = self.ctx.target.floor
+        return min(floor, self.ctx.target_version) if floor is not None else self.ctx.target_version
+
     def finish(self) -> None:
         """Called after every visit; rules that need the whole file report here."""

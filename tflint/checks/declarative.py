@@ -248,7 +248,7 @@ class DeclarativeCheck(Check):
         return False
 
     def _applies_to_target(self, e: dict[str, Any]) -> bool:
-        return "since" not in e or self.target_version >= _version(e["since"])
+        return "since" not in e or self.oldest_version >= _version(e["since"])
 
     def _conditions(self, call: cst.Call, e: dict[str, Any]) -> bool:
         if not self._applies_to_target(e):

@@ -146,7 +146,7 @@ class DatasetWithoutPrefetch(Check):
             return  # another module's function ends with `prefetch`; only cheap steps follow it
         note = " (this file switches tf.data's `inject_prefetch` off)" if disabled else ""
         message = f"Pipeline consumed by {consumer} has no `prefetch` at its end: input and training do not overlap{note}"
-        spelling = autotune(self.sem, self.target_version, last.call)
+        spelling = autotune(self.sem, self.oldest_version, last.call)
         start = last.call.func.attr if isinstance(last.call.func, cst.Attribute) else None
         if spelling is None:
             self.report(last.call, message, start_node=start)

@@ -43,7 +43,8 @@ class DeprecatedDataApi(DeclarativeCheck):
         self.skip_file = self.skip_file or ctx.target.tf1
         raw = meta.raw or {}
         self.since = {k: _version(v) for k, v in (raw.get("since") or {}).items()}
-        self.table = [e for e in raw.get("table") or [] if self.target_version >= _version(e.get("since", "2.0"))]
+        # a replacement must exist in the oldest release the project supports (its pins' lower bound)
+        self.table = [e for e in raw.get("table") or [] if self.oldest_version >= _version(e.get("since", "2.0"))]
         self.by_via: dict[str, dict[str, dict]] = {}
         for e in self.table:
             self.by_via.setdefault(e["via"], {})[e["old"]] = e
@@ -55,7 +56,7 @@ class DeprecatedDataApi(DeclarativeCheck):
     # -- version gate for the declarative symbol entries ------------------------------------------------------
     def _symbol(self, node: cst.BaseExpression) -> None:
         q = self.names.qualified_name(node)
-        if q in self.since and self.target_version < self.since[q]:
+        if q in self.since and self.oldest_version < self.since[q]:
             return
         super()._symbol(node)
 
@@ -275,7 +276,7 @@ class DeprecatedDataApi(DeclarativeCheck):
             else:
                 call = cst.Call(func=cst.Attribute(value=cur, attr=cst.Name(step["method"])), args=fixed)
             for kw in step.get("autotune") or []:
-                spelling = autotune(self.sem, self.target_version, source)
+                spelling = autotune(self.sem, self.oldest_version, source)
                 if spelling:
                     call = add_keyword_arg(call, kw, spelling)
             for new_kw, old_p in (step.get("negate") or {}).items():

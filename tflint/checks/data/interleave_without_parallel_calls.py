@@ -38,7 +38,7 @@ class InterleaveWithoutParallelCalls(Check):
             pure = False  # `deterministic = False` in the file: a parallel interleave may reorder the elements
         message = ("`interleave` without `num_parallel_calls`: its inputs are opened and read one at a time on one "
                    "thread (tf.data does not parallelize interleave on its own)")
-        spelling = autotune(self.sem, self.target_version, node)
+        spelling = autotune(self.sem, self.oldest_version, node)
         if spelling is None:
             self.report(node, message, start_node=func.attr)
             return

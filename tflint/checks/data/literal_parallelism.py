@@ -65,7 +65,7 @@ class LiteralParallelism(Check):
     def _autotune(self, node: cst.Call) -> Optional[str]:
         from ..common import autotune
 
-        return autotune(self.sem, self.target_version, node)
+        return autotune(self.sem, self.oldest_version, node)
 
     def _literal(self, expr: cst.BaseExpression) -> Optional[int]:
         v = literal_value(expr)

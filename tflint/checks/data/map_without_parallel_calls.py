@@ -57,7 +57,7 @@ class MapWithoutParallelCalls(Check):
                        "off: elements are mapped one at a time")
         else:
             message = "`map` without `num_parallel_calls`: elements are mapped one at a time"
-        spelling = autotune(self.sem, self.target_version, node)
+        spelling = autotune(self.sem, self.oldest_version, node)
         if spelling is None:
             self.report(node, message, start_node=func.attr)
             return

@@ -43,7 +43,7 @@ class SequentialTfrecordReads(Check):
         cls = q.rsplit(".", 1)[-1]
         message = (f"`{cls}` over {why} without `num_parallel_reads`: the files are read one after another on one "
                    "thread; `num_parallel_reads` reads them in parallel (records of different files interleave)")
-        spelling = autotune(self.sem, self.target_version, node)
+        spelling = autotune(self.sem, self.oldest_version, node)
         if spelling is None:
             self.report(node, message)
             return

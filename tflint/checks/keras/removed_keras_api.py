@@ -74,7 +74,11 @@ class RemovedKerasApi(DeclarativeCheck):
         for a Keras the project does not run."""
         if self._keras == 2 and "since" not in e:
             return False
-        return super()._applies_to_target(e)
+        # here `since` is the release from which the old spelling breaks: the claim holds when the project's range
+        # reaches it (the newest allowed release), unlike a rename's `since`, which its oldest release must have
+        from .. import declarative
+
+        return "since" not in e or self.target_version >= declarative._version(e["since"])
 
     def _symbol(self, node: cst.BaseExpression) -> None:
         q = self.names.qualified_name(node) or ""
