@@ -39,6 +39,7 @@ _COMBINE = frozenset({
     "tensorflow.data.Dataset.zip", "tensorflow.compat.v1.data.Dataset.zip",
     "tensorflow.data.experimental.sample_from_datasets", "tensorflow.data.Dataset.sample_from_datasets",
 })
+_WRITERS = frozenset({"tensorflow.data.experimental.save", "tensorflow.data.Dataset.save"})
 _PEEKS = frozenset({"builtins.next", "builtins.list", "builtins.tuple", "builtins.sorted"})
 _NEUTRAL_FUNCS = frozenset({"builtins.print", "builtins.len", "builtins.type", "builtins.isinstance", "builtins.repr",
                             "builtins.str", "IPython.display.display", "builtins.display"})
@@ -80,6 +81,8 @@ def _use(sem: Semantics, node: cst.CSTNode, todo: list) -> str:
             return NEUTRAL if method in _NEUTRAL_METHODS else UNKNOWN
         if method in _NEUTRAL_METHODS:
             return NEUTRAL
+        if method == "save":
+            return PREVIEW  # one pass that writes the elements to files (read back for training elsewhere)
         if method in DATASET_METHODS or method in _ITERATOR_METHODS:
             todo.append(grand)
             return NEUTRAL
@@ -111,6 +114,9 @@ def _use(sem: Semantics, node: cst.CSTNode, todo: list) -> str:
             return NEUTRAL
         if q in _PEEKS:
             return _peek_kind(sem, call)
+        if q in _WRITERS or (isinstance(call.func, cst.Attribute) and call.func.attr.value == "write"
+                             and _is_record_writer(sem, call.func.value)):
+            return PREVIEW  # one pass that writes the dataset to files
         if q in _NEUTRAL_FUNCS:
             return NEUTRAL
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in WORK_METHODS:
@@ -220,3 +226,11 @@ def _text(expr: cst.BaseExpression) -> str:
     if isinstance(expr, cst.Attribute):
         return _text(expr.value) + "." + expr.attr.value
     return ""
+
+
+def _is_record_writer(sem: Semantics, expr: cst.BaseExpression) -> bool:
+    """`writer.write(ds)` with `writer = tf.data.experimental.TFRecordWriter(path)` (or the call itself)."""
+    if isinstance(expr, cst.Name):
+        b = sem.index.lookup(expr.value, expr)
+        expr = b.value if b is not None and b.kind == "assign" and b.value is not None else expr
+    return isinstance(expr, cst.Call) and (sem.call_name(expr) or "").endswith("TFRecordWriter")
