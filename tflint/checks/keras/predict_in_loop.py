@@ -38,6 +38,8 @@ class PredictInLoop(Check):
             return  # `predict(test_ds)`: a whole dataset per call is what `predict` is for
         if self._epoch_loop(loops[0]) or is_small_loop(self.sem, loops[0]):
             return  # once per epoch, or a loop that runs a handful of times (a demo, a preview): no cost to speak of
+        if self._batched_input(node, x, loops[0]):
+            return  # `predict(x[i:i + batch_size])`, `batch_size=64`: a batch per call
         if any(user_paced(self.sem, loop) for loop in loops):
             return  # `input("Continue?")` each iteration, or the files the user uploaded: a person sets the pace
         model = self.code_for(func.value)
@@ -98,6 +100,40 @@ class PredictInLoop(Check):
             b = self.index.lookup(x.value, at)
             x = b.value if b is not None and b.kind == "assign" and b.value is not None else x
         return isinstance(x, (cst.List, cst.ListComp, cst.Tuple))
+
+    def _batched_input(self, node: cst.Call, x: Optional[cst.Arg], loop: cst.CSTNode) -> bool:
+        """Evidence that each call predicts a batch, where the per-call overhead is amortized (judged not worth
+        acting on): an explicit `batch_size=` above 1, a first-axis slice whose width is not 1 (`X[i:i + bs]`), or a
+        loop stepping through the data in strides (`range(0, n, batch_size)`). A name is no evidence: a timed
+        benchmark's `batched_input` may hold one image."""
+        bs = get_arg(node, "batch_size", 1)
+        if bs is not None:
+            from ...semantics import literal_value
+
+            v = literal_value(bs.value)
+            if not (isinstance(v, int) and v <= 1):
+                return True
+        if x is None:
+            return False
+        value = x.value
+        if isinstance(value, cst.Subscript) and value.slice and isinstance(value.slice[0].slice, cst.Slice):
+            s = value.slice[0].slice
+            if s.upper is not None and not self._width_one(s):
+                return True
+        it = getattr(loop, "iter", None)
+        if isinstance(it, cst.Call) and self.sem.call_name(it) == "builtins.range" and len(it.args) == 3:
+            return True
+        return False
+
+    def _width_one(self, s: cst.Slice) -> bool:
+        """`x[i:i + 1]`, `x[:1]`: one row."""
+        upper, lower = s.upper, s.lower
+        if lower is None:
+            from ...semantics import literal_value
+
+            return literal_value(upper) == 1
+        return isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Add) \
+            and self.code_for(upper.left) == self.code_for(lower) and self.code_for(upper.right) == "1"
 
     def _epoch_loop(self, loop: cst.CSTNode) -> bool:
         for call in self.index.nodes(cst.Call):
