@@ -332,3 +332,17 @@ def test_a_rename_needs_the_new_name_in_every_supported_release(tmp_path):
     p = run_tflint("check", "--no-cache", "--select", "TFL101", "--output-format", "json", "m.py", cwd=tmp_path)
     fixes = [f["fix"]["message"] for f in json.loads(p.stdout) if f.get("fix")]
     assert fixes and all("experimental.AUTOTUNE" in m for m in fixes), fixes
+
+
+def test_the_files_own_api_raises_the_oldest_release(tmp_path):
+    """`tensorflow>=1.15` says 1.15, but a file that calls `distribute_datasets_from_function` (new in 2.4) runs on
+    2.4 at least: there the rename to `tf.distribute.TPUStrategy` (2.3) is safe. A file without such evidence keeps
+    the pins' lower bound and gets no rename."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("tensorflow>=1.15\n")
+    head = "import tensorflow as tf\nstrategy = tf.distribute.experimental.TPUStrategy(resolver)\n"
+    (tmp_path / "a.py").write_text(head + "ds = strategy.distribute_datasets_from_function(make)\n")
+    (tmp_path / "b.py").write_text(head)
+    pins_for_folder.cache_clear()
+    p = run_tflint("check", "--no-cache", "--select", "TFL504", "--output-format", "json", "a.py", "b.py", cwd=tmp_path)
+    assert [(f["filename"], f["code"]) for f in json.loads(p.stdout)] == [("a.py", "TFL504")]

@@ -319,3 +319,4 @@ def _is_version(text: Any) -> bool:
         return True
     except (ValueError, TypeError):
         return False
+
