@@ -41,6 +41,7 @@ def test_python2_message_decides():
     (["# labels.", "label_i = ", "pred_i ="], 2),
     (["### YOUR ACTION REQUIRED:", "# Create a second feature", "example.features.feature['adversaries']."], 3),
     (["# TODO 1b", "for w in pairs:", "    context_class = #TODO 1b: your code here"], 3),
+    (["n = 1", "layer = # TODO 1 -- Your code goes here(", "    a=1,", "    b=2,", "    c=3)"], 5),
 ])
 def test_exercise_blanks(lines, row):
     assert exercise_blank(lines, row)
@@ -50,15 +51,15 @@ def test_block_whose_body_is_a_todo():
     lines = ["with scope('pool1'):", "    # TO DO", "", "x = 1"]
     assert exercise_blank(lines, 4, "expected an indented block after 'with' statement on line 1")
     assert not exercise_blank(["with scope('pool1'):", "", "x = 1"], 3, "expected an indented block")
-    far = ["with scope('conv1'):", "    # TO DO", "", "", "", "", "", "with scope('conv2'):"]
-    assert exercise_blank(far, 8, "expected an indented block after 'with' statement on line 1")
-    assert not exercise_blank(far, 8, "expected an indented block")
+    far = ["with scope('conv1'):", "    # TO DO", "", "", "", "", "", "", "", "with scope('conv2'):"]
+    assert exercise_blank(far, 10, "expected an indented block after 'with' statement on line 1")
+    assert not exercise_blank(far, 10, "expected an indented block")
 
 
 @pytest.mark.parametrize("lines,row", [
     (["x = (1,"], 1),
     (["y = a +"], 1),
-    (["# TODO: speed this up later", "x = 1", "y = 2", "z = 3", "def f(:"], 5),  # the marker is too far above
+    (["# TODO: speed this up later", "x = 1", "y = 2", "z = 3", "a = 4", "b = 5", "c = 6", "def f(:"], 8),  # too far
     (["if a < b and c > d:", "  x == (1,"], 2),
 ])
 def test_real_mistakes_are_not_blanks(lines, row):

@@ -52,13 +52,14 @@ def python2_source(lines: Sequence[str], row: int, message: str) -> bool:
 
 def exercise_blank(lines: Sequence[str], row: int, message: str = "") -> bool:
     """The syntax error at `row` is a blank left for the reader: a placeholder on the line (`<insert ... here>`,
-    `___`, `???`), an assignment left without a value (`x =`), or any error within three lines below a `TODO` /
-    `YOUR CODE HERE` marker (or below the marker inside the block the error message names: `expected an indented
-    block after 'with' statement on line 81`)."""
+    `___`, `???`), an assignment left without a value (`x =`), or any error below a `TODO` / `YOUR CODE HERE`
+    marker six lines above at most (an unclosed call under `x = # TODO ... (` ends lines later), or below the
+    marker inside the block the error message names (`expected an indented block after 'with' statement on line
+    81`)."""
     line = _code_part(lines[row - 1]) if 0 < row <= len(lines) else ""
     if _PLACEHOLDER.search(line) or _UNFINISHED.match(line):
         return True
-    start = max(row - 4, 0)
+    start = max(row - 7, 0)
     m = re.search(r"on line (\d+)", message)
     if m and 0 < int(m.group(1)) < row:
         start = min(start, int(m.group(1)) - 1)
