@@ -15,6 +15,20 @@ KERAS_PREFIXES = {"keras.layers.": "Keras layer", "keras.optimizers.": "Keras op
                   "keras.Model": "Keras model"}
 
 
+# layers that own no variables: building one per trace creates nothing a tf.function would refuse (a `Lambda`
+# naming a tensor for export, an `Activation`, a `Reshape`); judged false on the real-code ledger
+WEIGHTLESS_LAYERS = frozenset({
+    "Lambda", "Activation", "ReLU", "Softmax", "LeakyReLU", "ELU", "Flatten", "Reshape", "Permute", "RepeatVector",
+    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise", "GaussianDropout",
+    "AlphaDropout", "Concatenate", "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Dot",
+    "Cropping1D", "Cropping2D", "Cropping3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "UpSampling1D",
+    "UpSampling2D", "UpSampling3D", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D",
+    "AveragePooling2D", "AveragePooling3D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
+    "GlobalAveragePooling3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D", "Identity",
+    "Rescaling", "CenterCrop", "Resizing", "Masking", "ActivityRegularization",
+})
+
+
 class VariableCreatedInFunction(Check):
     code = "TFL206"
 
@@ -23,6 +37,8 @@ class VariableCreatedInFunction(Check):
         what = self._what(q)
         if what is None:
             return
+        if q and ".layers." in f".{q}" and q.rsplit(".", 1)[-1] in WEIGHTLESS_LAYERS:
+            return  # a layer without variables: nothing is created that a later trace would refuse
         fn = graph_function(self, node)
         if fn is None or self._guarded(node, fn):
             return
