@@ -37,8 +37,8 @@ class FunctionCreatedInLoop(Check):
             return
         loops = [lp for lp in self.index.enclosing_loops(node) if isinstance(lp, (cst.For, cst.While))]
         if loops:
-            if self._per_item(node, loops[0]):
-                return
+            if self._per_item(node, loops[0]) or not self._called_in_loop_body(node, loops[0]):
+                return  # one function per item, or created in a setup loop and handed on (bound to a server, stored)
             self.report(report_at, f"{what} is created on every iteration of a loop: each new function object "
                                    "traces its graph again on its first call; create it once, before the loop")
             return
@@ -104,6 +104,20 @@ class FunctionCreatedInLoop(Check):
             used = {n.value for n in walk(node.args[0].value, cst.Name)}
             return bool(targets & used)
         return False
+
+    def _called_in_loop_body(self, node: cst.CSTNode, loop: cst.For | cst.While) -> bool:
+        """The loop itself calls the function it creates (`f = tf.function(step); f(x)`): a new trace per
+        iteration. A function only stored or handed on (`server.bind(fn)`, `fns.append(fn)`) is traced when used,
+        once per object. Unknown (not a def or a simple assignment) counts as called."""
+        if isinstance(node, cst.FunctionDef):
+            name = node.name.value
+        else:
+            parent = self.index.parent(node)
+            if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                    and isinstance(parent.targets[0].target, cst.Name)):
+                return True
+            name = parent.targets[0].target.value
+        return any(isinstance(c.func, cst.Name) and c.func.value == name for c in walk(loop.body, cst.Call))
 
     def _returns_uncalled(self, fn: cst.FunctionDef, node: cst.CSTNode) -> bool:
         """`fn` is a factory: it returns the function it creates without calling it. Called once per item of a
