@@ -165,6 +165,7 @@ class FileContext:
     reports: list[Report] = field(default_factory=list)
 
     _target: Optional[Target] = None
+    _oldest: Optional[tuple[int, int]] = None
 
     @property
     def target(self) -> Target:
@@ -175,6 +176,22 @@ class FileContext:
     @property
     def target_version(self) -> tuple[int, int]:
         return self.target.version
+
+    @property
+    def oldest_version(self) -> tuple[int, int]:
+        """The oldest TensorFlow the project supports: its pins' lower bound (`tensorflow>=2.4` on a 2.21 target:
+        2.4), raised by API the file already uses (tflint.checks.evidence), else the target. A name a fix inserts
+        must exist there too, or the fix breaks a supported release."""
+        if self._oldest is None:
+            floor = self.target.floor
+            if floor is None:
+                self._oldest = self.target_version
+            else:
+                from .checks.evidence import api_floor
+
+                used = api_floor(self)  # the file already uses a name that release introduced
+                self._oldest = min(max(floor, used) if used is not None else floor, self.target_version)
+        return self._oldest
 
     def rule_options(self, name: str) -> dict[str, Any]:
         return self.settings.config.rule_options_for(name)

@@ -117,18 +117,7 @@ class Check:
 
     @property
     def oldest_version(self) -> tuple[int, int]:
-        """The oldest TensorFlow the project supports: its pins' lower bound (`tensorflow>=2.4` on a 2.21 target:
-        2.4), else the target. A name a fix inserts must exist there too, or the fix breaks a supported release."""
-        floor = self.ctx.target.floor
-        if floor is None:
-            return self.ctx.target_version
-        if not hasattr(self.ctx, "_api_floor"):
-            from .evidence import api_floor
-
-            self.ctx._api_floor = api_floor(self.ctx)
-        if self.ctx._api_floor is not None:
-            floor = max(floor, self.ctx._api_floor)  # the file already uses a name that release introduced
-        return min(floor, self.ctx.target_version)
+        return self.ctx.oldest_version
 
     def finish(self) -> None:
         """Called after every visit; rules that need the whole file report here."""

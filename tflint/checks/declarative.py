@@ -31,6 +31,8 @@ from typing import Any, Optional
 
 import libcst as cst
 
+from .evidence import version as _version
+
 from ..findings import Applicability
 from ..semantics import NOT_LITERAL, get_arg, literal_value
 from ..semantics.names import canonical
@@ -308,9 +310,6 @@ class DeclarativeCheck(Check):
         return Applicability(e.get("fix") or self._default_fix)
 
 
-def _version(text: Any) -> tuple[int, int]:
-    major, minor = str(text).split(".")[:2]
-    return int(major), int(minor)
 
 
 def _is_version(text: Any) -> bool:

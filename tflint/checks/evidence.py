@@ -14,7 +14,8 @@ import libcst as cst
 _TABLES: dict[tuple, list] = {}
 
 
-def _version(text: Any) -> tuple[int, int]:
+def version(text: Any) -> tuple[int, int]:
+    """`"2.4"` (a table's `since`) as (2, 4)."""
     major, minor = str(text).split(".")[:2]
     return int(major), int(minor)
 
@@ -29,11 +30,11 @@ def evidence_table(rules: Iterable) -> list[tuple[str, str, tuple[int, int]]]:
             if not isinstance(e, dict) or "since" not in e:
                 continue
             if isinstance(e.get("replace-with"), str):
-                out.append(("symbol", e["replace-with"], _version(e["since"])))
+                out.append(("symbol", e["replace-with"], version(e["since"])))
             method = e.get("rename-method")
             # distinctive enough to be evidence on its own (`distribute_datasets_from_function`, not `run`)
             if isinstance(method, str) and "_" in method and len(method) >= 12:
-                out.append(("method", method, _version(e["since"])))
+                out.append(("method", method, version(e["since"])))
     return out
 
 

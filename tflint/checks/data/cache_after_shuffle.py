@@ -23,7 +23,7 @@ class CacheAfterShuffle(Check):
         if len(steps) == len(p.steps) and self._shuffling_source(p):
             source = p.source.call.func.attr.value if isinstance(p.source.call.func, cst.Attribute) else "the source"
             batched = self._batched_source(p)
-            if not self._shuffled_after(node):
+            if not self._applied_after(node, ("shuffle",)):
                 self.report(
                     node,
                     f"`cache()` after `{source}` (shuffle=True by default): the cache stores the first epoch's batches "
@@ -31,7 +31,7 @@ class CacheAfterShuffle(Check):
                     "cache, or cache first",
                     start_node=node.func.attr,
                 )
-            elif batched and not self._unbatched_after(node):
+            elif batched and not self._applied_after(node, ("unbatch", "rebatch")):
                 self.report(
                     node,
                     f"`cache()` after `{source}` (shuffle=True by default): the cache stores the first epoch's batches, "
@@ -46,7 +46,7 @@ class CacheAfterShuffle(Check):
             if s.method == "shuffle" and s.call is not None:
                 if is_false_literal(get_arg(s.call, "reshuffle_each_iteration", 2)):
                     return  # one fixed order was asked for: caching it changes nothing
-                if self._shuffled_after(node):
+                if self._applied_after(node, ("shuffle",)):
                     return  # a shuffle after the cache re-randomizes every epoch
                 self.report(
                     node,
@@ -72,19 +72,11 @@ class CacheAfterShuffle(Check):
 
         return arg is None or literal_value(arg.value) is not None
 
-    def _unbatched_after(self, cache: cst.Call) -> bool:
+    def _applied_after(self, cache: cst.Call, methods: tuple[str, ...]) -> bool:
+        """One of `methods` is applied to a pipeline that holds `cache` (`...cache().shuffle(n)`)."""
         for call in self.index.nodes(cst.Call):
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("unbatch", "rebatch"):
-                p = self.datasets.pipeline(func.value)
-                if p is not None and any(s.call is cache for s in p.steps):
-                    return True
-        return False
-
-    def _shuffled_after(self, cache: cst.Call) -> bool:
-        for call in self.index.nodes(cst.Call):
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "shuffle":
+            if isinstance(func, cst.Attribute) and func.attr.value in methods:
                 p = self.datasets.pipeline(func.value)
                 if p is not None and any(s.call is cache for s in p.steps):
                     return True

@@ -16,6 +16,7 @@ from typing import Optional
 import libcst as cst
 
 from ...semantics import Semantics
+from ...semantics.names import dotted_name
 from ...semantics.datasets import DATASET_METHODS
 from ..common import WORK_METHODS, is_small_loop, loop_does_work
 
@@ -153,9 +154,10 @@ def _is_read(sem: Semantics, name: cst.Name) -> bool:
 
 
 def _reads(sem: Semantics, assign: cst.Assign, name: str) -> list[cst.Name]:
+    """The reads of `name` that see the binding `assign` makes (a plain or a tuple target)."""
     out = []
     for use in sem.index.names_named(name):
-        if use is assign.targets[0].target or not _is_read(sem, use):
+        if not _is_read(sem, use) or any(a is assign.targets[0] for a in sem.index.ancestors(use)):
             continue
         b = sem.index.lookup(name, use)
         if b is not None and b.node is assign:
@@ -185,7 +187,7 @@ def _tensor_kind(sem: Semantics, get_next: cst.Call) -> str:
         return UNKNOWN
     kind = None
     for name in names:
-        for use in _reads(sem, parent, name) if isinstance(target, cst.Name) else _tuple_reads(sem, parent, name):
+        for use in _reads(sem, parent, name):
             run = _enclosing_run(sem, use)
             if run is None:
                 return UNKNOWN
@@ -196,36 +198,15 @@ def _tensor_kind(sem: Semantics, get_next: cst.Call) -> str:
     return kind or UNKNOWN
 
 
-def _tuple_reads(sem: Semantics, assign: cst.Assign, name: str) -> list[cst.Name]:
-    out = []
-    for use in sem.index.names_named(name):
-        b = sem.index.lookup(name, use)
-        if b is not None and b.node is assign and _is_read(sem, use) and not _is_target(sem, use, assign):
-            out.append(use)
-    return out
-
-
-def _is_target(sem: Semantics, name: cst.Name, assign: cst.Assign) -> bool:
-    return any(a is assign.targets[0] for a in sem.index.ancestors(name))
-
-
 def _enclosing_run(sem: Semantics, node: cst.CSTNode) -> Optional[cst.Call]:
     """The `sess.run(...)` / `session.run(...)` call whose arguments hold `node`, if any."""
     for anc in sem.index.ancestors(node):
         if isinstance(anc, cst.Call) and isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "run" \
-                and "sess" in _text(anc.func.value).lower():
+                and "sess" in (dotted_name(anc.func.value) or "").lower():
             return anc
         if isinstance(anc, (cst.SimpleStatementLine, cst.FunctionDef, cst.Lambda)):
             return None
     return None
-
-
-def _text(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return _text(expr.value) + "." + expr.attr.value
-    return ""
 
 
 def _is_record_writer(sem: Semantics, expr: cst.BaseExpression) -> bool:

@@ -9,6 +9,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import NOT_LITERAL, Pipeline, get_arg, literal_value
 from ..base import Check
+from .chain import cheap_function, mapped_fn
 from ..common import (
     INJECT_PREFETCH_SINCE, autotune, is_small_loop, is_work_call, loop_does_work, method_call, optimization_disabled,
 )
@@ -95,16 +96,11 @@ ASSEMBLY_STEPS = frozenset({
 def _only_assembly(p: Pipeline, sem, start: int) -> bool:
     """Every step from `start` on reorders, batches or slices, or maps a cheap function (field selection, casts,
     arithmetic): microseconds per batch, nothing for a prefetch to hide."""
-    from .chain import cheap_function
-
     for s in p.steps[start:]:
         if s.method in ASSEMBLY_STEPS:
             continue
-        if s.method == "map" and s.call is not None:
-            expr = sem.datasets.mapped_function(s.call)
-            fn = sem.functions.resolve_callable(expr) if expr is not None else None
-            if fn is not None and cheap_function(sem, fn):
-                continue
+        if s.method == "map" and s.call is not None and cheap_function(sem, mapped_fn(sem, s)):
+            continue
         return False
     return True
 

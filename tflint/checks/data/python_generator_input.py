@@ -102,8 +102,8 @@ class PythonGeneratorInput(Check):
                     fix_message=f"Use `from_tensor_slices({slices})`{note}", applicability=Applicability.UNSAFE)
 
     def _parameter(self, expr: cst.BaseExpression) -> bool:
-        """The generator is a parameter of the enclosing function (or `self.<param>`-free plain name bound only as a
-        parameter): what it does is its caller's business, unknown here."""
+        """The generator (or the factory called to make it) is a parameter of the enclosing function: what it does is
+        its caller's business, unknown here."""
         if isinstance(expr, cst.Call):
             expr = expr.func  # `from_generator(make_gen(...))`: the factory
         if not isinstance(expr, cst.Name):

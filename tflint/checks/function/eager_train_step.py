@@ -24,6 +24,7 @@ NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"
 # precondition failures that mean the step works on host values every iteration (an RL step sampling a NumPy
 # replay buffer, a step that logs `loss.numpy()`): `tf.function` cannot wrap it as written, so the claim that
 # wrapping it runs each step as one graph does not hold; unknown means silent
+NUMPY_READ = "calls `.numpy()`"
 HOST_VALUE_REASONS = ("it calls `.numpy()`", "it calls NumPy", "it converts a value to Python", "it calls `")  # helpers too
 
 
@@ -109,14 +110,13 @@ class EagerTrainStep(Check):
             func = call.func
             if q.startswith(EFFECT_PREFIXES):
                 return f"it has a Python side effect (`{self.code_for(func)}`)"
-            if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not call.args:
-                return "it calls `.numpy()`"
+            read = self._host_read(call)  # exclusive with the checks below: `.numpy()` / `float(t)`
+            if read is not None:
+                return f"it {read}" if read == NUMPY_READ else f"it {read} (`{self.code_for(call)}`)"
             if isinstance(func, cst.Attribute) and func.attr.value == "predict":
                 return f"it calls `{self.code_for(func)}` (a whole Keras predict loop)"
             if q.startswith("numpy."):
                 return f"it calls NumPy (`{self.code_for(func)}`)"
-            if q in NUMPY_CONVERSIONS and call.args and literal_value_is_python(call.args[0].value) is False:
-                return f"it converts a value to Python (`{self.code_for(call)}`)"
             if isinstance(func, cst.Attribute) and func.attr.value in LIST_MUTATORS and is_outer_container(self, func.value, fn):
                 return f"it mutates `{self.code_for(func.value)}`, created outside the step"
             if self.functions.resolve_callable(func) is fn:
@@ -137,9 +137,19 @@ class EagerTrainStep(Check):
             return "it does no TensorFlow computation"
         return self._host_values_in_helpers(fn)
 
+    def _host_read(self, call: cst.Call) -> Optional[str]:
+        """What the call does that reads a value back to the host: `.numpy()`, or `float(t)`/`int(t)` of a tensor."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not call.args:
+            return NUMPY_READ
+        if (self.names.call_name(call) or "") in NUMPY_CONVERSIONS and call.args \
+                and literal_value_is_python(call.args[0].value) is False:
+            return "converts a value to Python"
+        return None
+
     def _host_values_in_helpers(self, fn: cst.FunctionDef, depth: int = 2, seen: Optional[set] = None) -> Optional[str]:
         """A same-file helper the step calls (`self.plot(...)`, `grad_clipping(...)`, two calls deep) reads host
-        values: `.numpy()`, NumPy on results, `float(t)`. Compiling the step then needs that helper rewritten too."""
+        values (`.numpy()`, `float(t)`). Compiling the step then needs that helper rewritten too."""
         seen = seen if seen is not None else {id(fn)}
         for call in self.functions.calls_in(fn):
             target = self.functions.resolve_callable(call.func)
@@ -147,12 +157,9 @@ class EagerTrainStep(Check):
                 continue
             seen.add(id(target))
             for inner in self.functions.calls_in(target):
-                q = self.names.call_name(inner) or ""
-                func = inner.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not inner.args:
-                    return f"it calls `{self.code_for(call.func)}`, which calls `.numpy()`"
-                if q in NUMPY_CONVERSIONS and inner.args and literal_value_is_python(inner.args[0].value) is False:
-                    return f"it calls `{self.code_for(call.func)}`, which converts a value to Python"
+                read = self._host_read(inner)
+                if read is not None:
+                    return f"it calls `{self.code_for(call.func)}`, which {read}"
             if depth > 1:
                 found = self._host_values_in_helpers(target, depth - 1, seen)
                 if found:

@@ -108,9 +108,8 @@ class PythonLoopUnrolled(Check):
             used = {n.value for el in sub.slice for n in walk(el, cst.Name)}
             if used & names and isinstance(sub.value, cst.Name) and not t.is_tensor(sub.value):
                 b = self.index.lookup(sub.value.value, sub.value)
-                if b is not None and b.kind in ("assign", "annassign", "import") or b is None:
-                    if b is None or b.kind != "assign" or not t.is_tensor(b.value):
-                        return True
+                if b is None or b.kind in ("annassign", "import") or (b.kind == "assign" and not t.is_tensor(b.value)):
+                    return True
         return False
 
     def _convertible(self, loop: cst.For) -> bool:

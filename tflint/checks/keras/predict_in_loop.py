@@ -6,7 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from ...findings import Applicability
-from ...semantics import get_arg
+from ...semantics import get_arg, literal_value
 from ..base import Check
 from ..common import is_small_loop, user_paced
 from .models import is_model_value
@@ -108,8 +108,6 @@ class PredictInLoop(Check):
         benchmark's `batched_input` may hold one image."""
         bs = get_arg(node, "batch_size", 1)
         if bs is not None:
-            from ...semantics import literal_value
-
             v = literal_value(bs.value)
             if not (isinstance(v, int) and v <= 1):
                 return True
@@ -129,8 +127,6 @@ class PredictInLoop(Check):
         """`x[i:i + 1]`, `x[:1]`: one row."""
         upper, lower = s.upper, s.lower
         if lower is None:
-            from ...semantics import literal_value
-
             return literal_value(upper) == 1
         return isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Add) \
             and self.code_for(upper.left) == self.code_for(lower) and self.code_for(upper.right) == "1"

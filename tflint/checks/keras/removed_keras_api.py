@@ -12,6 +12,7 @@ import libcst as cst
 from ...semantics import get_arg
 from ...pins import keras2_style
 from ..declarative import DeclarativeCheck
+from ..evidence import version
 from .models import keras3_established, keras_major
 
 # `fit_generator(generator, steps_per_epoch, epochs, ...)`: its positional parameters after the first are not
@@ -76,9 +77,7 @@ class RemovedKerasApi(DeclarativeCheck):
             return False
         # here `since` is the release from which the old spelling breaks: the claim holds when the project's range
         # reaches it (the newest allowed release), unlike a rename's `since`, which its oldest release must have
-        from .. import declarative
-
-        return "since" not in e or self.target_version >= declarative._version(e["since"])
+        return "since" not in e or self.target_version >= version(e["since"])
 
     def _symbol(self, node: cst.BaseExpression) -> None:
         q = self.names.qualified_name(node) or ""
