@@ -310,6 +310,48 @@ def user_paced(sem: Semantics, loop: cst.CSTNode) -> bool:
     return _event_callback(sem, sem.index.enclosing_function(loop))
 
 
+_PLOT_MODULES = ("matplotlib.", "IPython.display.", "seaborn.", "plotly.", "PIL.Image.Image.show")
+# figure calls on an axes or figure object (`ax.imshow(img)`, `fig.add_subplot(...)`): names no array library uses
+_PLOT_METHODS = frozenset({"imshow", "add_subplot", "set_title", "savefig", "suptitle", "set_xlabel", "set_ylabel",
+                           "subplots_adjust", "tight_layout", "matshow", "set_xticks", "set_yticks"})
+
+
+def _plot_call(sem: Semantics, call: cst.Call) -> bool:
+    name = sem.call_name(call) or ""
+    if name.startswith(_PLOT_MODULES) or name in ("builtins.display", "display"):
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _PLOT_METHODS
+
+
+def _conditional_in(sem: Semantics, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+    for a in sem.index.ancestors(node):
+        if a is loop:
+            return False
+        if isinstance(a, cst.If):
+            return True
+    return False
+
+
+def display_code(sem: Semantics, node: Optional[cst.CSTNode], depth: int = 1) -> bool:
+    """`node` (a loop or a def) draws what it computes: it calls matplotlib, IPython's `display` or a figure method
+    (`plt.subplot`, `ax.imshow`, `plt.savefig`), directly or through a same-file helper (`display([image, pred])`
+    whose body plots). A loop that draws each result shows a handful of samples; the per-call overhead of the
+    computation is invisible next to the drawing (judged not worth acting on in real code)."""
+    body = getattr(node, "body", None) or getattr(node, "elt", None)
+    if body is None:
+        return False
+    for call in nodes_under(body, cst.Call):
+        if isinstance(node, (cst.For, cst.While)) and _conditional_in(sem, call, node):
+            continue  # `if step % 50 == 0: save_images(step)`: a training loop that draws now and then
+        if _plot_call(sem, call):
+            return True
+        if depth > 0:
+            target = sem.functions.resolve_callable(call.func)
+            if isinstance(target, cst.FunctionDef) and target is not node and display_code(sem, target, depth - 1):
+                return True
+    return False
+
+
 _CALLBACK_REGISTRATIONS = frozenset({"observe", "on_click", "on_submit", "interact", "interactive", "interact_manual",
                                      "on_trait_change", "on_msg"})
 

@@ -555,9 +555,10 @@ CHEAP_TAILS = frozenset({
 _CONTAINER_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update", "setdefault"})
 
 
-def cheap_function(sem: Semantics, fn) -> bool:
+def cheap_function(sem: Semantics, fn, depth: int = 2) -> bool:
     """The mapped function (a lambda or def) only selects fields, rebuilds tuples/dicts and does elementwise
-    arithmetic or casts (CHEAP_TAILS): no decode, resize, parse, Python call or same-file helper."""
+    arithmetic or casts (CHEAP_TAILS), itself or through same-file helpers made of the same (`depth` levels down):
+    no decode, resize, parse or other Python call."""
     if fn is None:
         return False
     for call in sem.functions.body_nodes(fn, cst.Call):
@@ -566,6 +567,9 @@ def cheap_function(sem: Semantics, fn) -> bool:
             continue
         if not q and isinstance(call.func, cst.Attribute) and call.func.attr.value in _CONTAINER_METHODS:
             continue
+        helper = sem.functions.resolve_callable(call.func) if depth > 0 else None
+        if helper is not None and helper is not fn and cheap_function(sem, helper, depth - 1):
+            continue  # `prepare_inputs(x)` whose body is a window slice and a subtraction
         return False
     return True
 

@@ -1,6 +1,7 @@
 """TFL107 per-example-parsing: `tf.io.parse_single_example` mapped per element, then batched."""
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -18,6 +19,9 @@ HEAVY_DECODE = frozenset(
     f"tensorflow.{m}.{op}" for m in ("io", "image") for op in (
         "decode_jpeg", "decode_and_crop_jpeg", "decode_image", "decode_png", "decode_bmp", "decode_gif", "decode_webp")
 ) | {"tensorflow.audio.decode_wav"}
+# a feature key naming an encoded image (`'image/encoded'`, `'jpeg_bytes'`): the record carries a compressed image
+# that is decoded per element after the parse, here or in another module's preprocessing
+ENCODED_KEY = re.compile(r"encoded|jpe?g|png", re.I)
 BATCHING = ("batch", "padded_batch")
 # steps that may sit between the parsing map and the batch without changing the advice
 PASS_THROUGH = ("shuffle", "repeat", "cache", "prefetch", "filter", "take", "skip", "with_options", "map", "shard")
@@ -68,8 +72,10 @@ class PerExampleParsing(Check):
         if fn is None:
             return None
         calls = calls_in_function(self.sem, fn, depth=2)
-        if any(q in HEAVY_DECODE for _, q in calls):
+        if any((q or "").replace("compat.v1.", "") in HEAVY_DECODE for _, q in calls):
             return None  # the decode dominates: a batched parse saves a small share of the element's cost
+        if any(ENCODED_KEY.search(s.raw_value) for s in self.functions.body_nodes(fn, cst.SimpleString)):
+            return None  # an encoded image field, decoded per element later: the same, decoded out of sight
         for call, q in calls:
             if q in PARSE_SINGLE:
                 return call
