@@ -114,6 +114,33 @@ def calls_in_function(sem: Semantics, fn, depth: int = 1) -> list[tuple[cst.Call
     return out
 
 
+def sleeping_class(sem: Semantics, expr: cst.BaseExpression) -> bool:
+    """`expr` names a same-file class with a `time.sleep` in its body (`class ArtificialDataset(tf.data.Dataset)`
+    whose generator sleeps: the tf.data performance guide's stand-in for slow storage)."""
+    if not isinstance(expr, cst.Name):
+        return False
+    b = sem.index.lookup(expr.value, expr)
+    return (b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef)
+            and any(sem.call_name(c) == "time.sleep" for c in sem.index.nodes_inside(b.node, cst.Call)))
+
+
+def simulated_latency(sem: Semantics, fn, depth: int = 2) -> bool:
+    """`fn` (or a same-file helper, or a function it hands to `py_function`) calls `time.sleep`: a benchmark's
+    stand-in for slow reads or preprocessing (the tf.data performance guide's `ArtificialDataset`), written to
+    show a pipeline's cost, not to be tuned away."""
+    if fn is None:
+        return False
+    for call, q in calls_in_function(sem, fn, depth):
+        if q == "time.sleep" or sleeping_class(sem, call.func):
+            return True
+        if q in PYTHON_FUNCTIONS or (q or "").endswith(("py_func", "py_function", "numpy_function")):
+            first = get_arg(call, "func", 0)
+            target = sem.functions.resolve_callable(first.value) if first is not None else None
+            if target is not None and target is not fn and simulated_latency(sem, target, depth - 1):
+                return True
+    return False
+
+
 def is_pure_tf(sem: Semantics, fn, depth: int = 2) -> bool:
     """True when every call in `fn` (and same-file helpers, `depth` levels) resolves to a TensorFlow or Keras
     op that is not random, not a Python function and not an effect, or to a pure builtin/tensor method."""
@@ -157,16 +184,52 @@ def method_name(call: cst.Call) -> Optional[str]:
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
-def optimization_disabled(text: str, name: str) -> bool:
+def optimization_disabled(text: str, name: str, sem: Optional[Semantics] = None) -> bool:
     """The file switches one of tf.data's default static optimizations off (`options.experimental_optimization.<name>
-    = False`, or all of them with `apply_default_optimizations = False`). Answered once per file text and name (rules
-    ask per candidate call)."""
+    = False`, or all of them with `apply_default_optimizations = False`), in code that can run: with `sem`, an
+    assignment under a branch that a module constant rules out (`if not ENABLE_OPTIMIZATIONS:` with
+    `ENABLE_OPTIMIZATIONS = True`) does not count. Answered once per file text and name (rules ask per candidate
+    call)."""
     if _DISABLED[0] is not text:
         _DISABLED[:] = [text, {}]
     known = _DISABLED[1]
     if name not in known:
-        known[name] = re.search(rf"\b(?:{name}|apply_default_optimizations)\s*=\s*False\b", text) is not None
+        found = re.search(rf"\b(?:{name}|apply_default_optimizations)\s*=\s*False\b", text) is not None
+        if found and sem is not None:
+            found = any(not _dead_branch(sem, a) for a in sem.index.nodes(cst.Assign)
+                        if _switches_off(a, name))
+        known[name] = found
     return known[name]
+
+
+def _switches_off(a: cst.Assign, name: str) -> bool:
+    return (isinstance(a.value, cst.Name) and a.value.value == "False" and len(a.targets) == 1
+            and isinstance(a.targets[0].target, cst.Attribute)
+            and a.targets[0].target.attr.value in (name, "apply_default_optimizations"))
+
+
+def _dead_branch(sem: Semantics, node: cst.CSTNode) -> bool:
+    """`node` is in the body of an `if` whose test a module-level constant decides to be false (`if not FLAG:` with
+    `FLAG = True`, `if FLAG:` with `FLAG = False`)."""
+    child = node
+    for a in sem.index.ancestors(node):
+        if isinstance(a, cst.If) and child is a.body:
+            test, negated = a.test, False
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, True
+            if isinstance(test, cst.Name):
+                b = sem.index.lookup(test.value, test)
+                value = literal_value(b.value) if b is not None and b.kind == "assign" and b.value is not None else None
+                if isinstance(value, bool) and value == negated and _single_binding(sem, test):
+                    return True
+        child = a
+    return False
+
+
+def _single_binding(sem: Semantics, name: cst.Name) -> bool:
+    """The module binds the name once (a flag set once, not a variable the code changes)."""
+    scope = sem.index.scopes.get(id(sem.index.module))
+    return scope is not None and len(scope.bindings.get(name.value, ())) == 1
 
 
 _DISABLED: list = [None, {}]  # [the last file text asked about, name -> answer]

@@ -550,6 +550,7 @@ CHEAP_TAILS = frozenset({
     "equal", "not_equal", "greater", "less", "logical_and", "logical_or", "logical_not", "floor", "round",
     "uniform", "random_uniform", "normal", "random_normal", "shuffle", "cond", "map_structure", "flatten",
     "pack_sequence_as", "list", "isinstance", "print",
+    "global_policy",  # the mixed-precision policy, read for its compute dtype
 })
 # methods of the function's own dict/list values: `features.pop("label")`, `x.copy()`
 _CONTAINER_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update", "setdefault"})

@@ -122,7 +122,11 @@ def _use(sem: Semantics, node: cst.CSTNode, todo: list) -> str:
             return NEUTRAL
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in WORK_METHODS:
             return WORK
-        return UNKNOWN
+        reads = _parameter_reads(sem, call, parent)
+        if not reads:
+            return UNKNOWN
+        todo.extend(reads)  # `benchmark(ds)`: followed into a same-file def, through the parameter it binds
+        return NEUTRAL
     if isinstance(parent, cst.For) and parent.iter is node:
         return _loop_kind(sem, parent)
     if isinstance(parent, cst.CompFor) and parent.iter is node:
@@ -161,6 +165,35 @@ def _reads(sem: Semantics, assign: cst.Assign, name: str) -> list[cst.Name]:
             continue
         b = sem.index.lookup(name, use)
         if b is not None and b.node is assign:
+            out.append(use)
+    return out
+
+
+def _parameter_reads(sem: Semantics, call: cst.Call, arg: cst.Arg) -> list[cst.Name]:
+    """The reads, inside a same-file def that `call` calls, of the parameter `arg` binds (positional or keyword;
+    not `*args`/`**kwargs`, not a method's `self`-shifted position). Empty when that is not evident."""
+    fn = sem.functions.resolve_callable(call.func)
+    if not isinstance(fn, cst.FunctionDef) or arg.star:
+        return []
+    params = list(fn.params.posonly_params) + list(fn.params.params)
+    if isinstance(call.func, cst.Attribute) or sem.index.enclosing_class(fn) is not None:
+        return []  # a method: the positions shift with `self`/`cls`
+    if arg.keyword is not None:
+        names = [p.name.value for p in params + list(fn.params.kwonly_params) if p.name.value == arg.keyword.value]
+    else:
+        positional = [a for a in call.args if a.keyword is None]
+        i = next((k for k, a in enumerate(positional) if a is arg), None)
+        if i is None or any(a.star for a in positional[:i + 1]) or i >= len(params):
+            return []
+        names = [params[i].name.value]
+    if not names:
+        return []
+    out = []
+    for use in sem.index.names_named(names[0]):
+        if not _is_read(sem, use) or not sem.functions.is_inside(use, fn):
+            continue
+        b = sem.index.lookup(names[0], use)
+        if b is not None and b.kind == "param" and sem.index.enclosing_function(b.node) is fn:
             out.append(use)
     return out
 

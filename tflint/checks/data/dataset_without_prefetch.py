@@ -131,7 +131,7 @@ class DatasetWithoutPrefetch(Check):
         if id(last.call) in self._reported:
             return
         self._reported.add(id(last.call))
-        disabled = optimization_disabled(self.ctx.text, "inject_prefetch")
+        disabled = optimization_disabled(self.ctx.text, "inject_prefetch", self.sem)
         if self.target_version >= INJECT_PREFETCH_SINCE and not disabled:
             return  # tf.data's `inject_prefetch` (default since 2.11) adds the final prefetch itself
         if _tiny_literal_source(p) or _few_elements(p):

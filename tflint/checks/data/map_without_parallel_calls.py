@@ -7,7 +7,7 @@ from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
 from ..common import (
-    MAP_PARALLELIZATION_SINCE, add_keyword_arg, autotune, is_pure_tf, optimization_disabled, order_not_required,
+    MAP_PARALLELIZATION_SINCE, add_keyword_arg, autotune, is_pure_tf, optimization_disabled, order_not_required, simulated_latency,
     python_function_call,
 )
 from ...semantics.datasets import BATCHING_METHODS
@@ -37,6 +37,8 @@ class MapWithoutParallelCalls(Check):
             return  # `map(f)...cache()`: f runs once, in the first epoch (judged not worth acting on in real code)
         if inner is not None and (inner.source_batched or any(st.method in BATCHING_METHODS for st in inner.steps)):
             return  # a map over batches: one call per batch, already vectorized (judged not worth acting on)
+        if simulated_latency(self.sem, fn):
+            return  # `time.sleep` standing in for slow work: a benchmark demo, not a pipeline to tune
         if cheap_function(self.sem, fn):
             return  # field selections, casts, arithmetic: nothing worth parallelizing (judged not worth acting on)
         if evaluation_pipeline(self.sem, node, inner):
@@ -44,7 +46,7 @@ class MapWithoutParallelCalls(Check):
         stateful = fn is not None and (python_function_call(self.sem, fn) is not None or random_call(self.sem, fn) is not None)
         # with `deterministic = False` in the file a parallel map may reorder the elements: never safe there
         pure = fn is not None and is_pure_tf(self.sem, fn) and not order_not_required(self.ctx.text)
-        disabled = optimization_disabled(self.ctx.text, "map_parallelization")
+        disabled = optimization_disabled(self.ctx.text, "map_parallelization", self.sem)
         if self.target_version >= MAP_PARALLELIZATION_SINCE and not stateful and not disabled:
             return  # tf.data's `map_parallelization` (default since 2.5) parallelizes it itself: measured 1.00x
         if stateful:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..base import Check
-from ..common import PYTHON_FUNCTIONS, calls_in_function
+from ..common import PYTHON_FUNCTIONS, calls_in_function, simulated_latency
 from .chain import cached_downstream
 
 PYTHON_CALLS = PYTHON_FUNCTIONS | {"tensorflow.py_func", "tensorflow.compat.v1.py_function"}
@@ -33,6 +33,8 @@ class PythonFunctionInPipeline(Check):
                 break
         if found is None or not self.datasets.is_dataset(func.value):
             return
+        if simulated_latency(self.sem, fn):
+            return  # `py_function(lambda: time.sleep(0.001))`: a benchmark's stand-in for heavy preprocessing
         if cached_downstream(self.sem, node) is not None:
             return  # `.cache()` further down: the Python function runs in the first epoch only
         call, q = found

@@ -9,7 +9,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
-from ..common import switched_off
+from ..common import simulated_latency, switched_off
 from .chain import cached_downstream
 
 FROM_GENERATOR = ("tensorflow.data.Dataset.from_generator", "tensorflow.compat.v1.data.Dataset.from_generator")
@@ -64,6 +64,8 @@ class PythonGeneratorInput(Check):
         fn = self.functions.resolve_callable(gen_arg.value) if gen_arg is not None else None
         if gen_arg is not None and self._parameter(gen_arg.value):
             return  # `def dataset_from_generator(generator): ...`: a library wrapping its caller's generator
+        if simulated_latency(self.sem, fn):
+            return  # a generator that sleeps to stand for slow reads: a benchmark demo
         if fn is not None and self._reads_undecodable(fn):
             return  # the generator reads a format TensorFlow cannot decode (video, HDF5, NIfTI, ...)
         self._per_element = None
