@@ -292,3 +292,18 @@ def test_plain_syntax_error_keeps_the_parser_message():
 
     (f,) = check_source("import tensorflow as tf\nx = (1,\n", "broken.py")
     assert f.code == "TFL001" and "IPython" not in f.message
+
+
+def test_code_cpython_runs_but_libcst_cannot_parse_is_not_a_syntax_error(tmp_path):
+    """A block indented with a space then a tab, its nested block with spaces only: CPython compiles it (the tab
+    is expanded to column 8), libcst's tokenizer rejects it. The code runs, so no TFL001 claims it does not; the
+    file is left unanalysed (unknown means silent)."""
+    text = ("import tensorflow as tf\n\n\ndef f(xs):\n \tys = []\n \tfor x in xs:\n         ys.append(x)\n"
+            " \treturn ys\n")
+    compile(text, "f.py", "exec")  # CPython accepts it
+    f = tmp_path / "mixed.py"
+    f.write_text(text)
+    res = process_path(str(f), default_settings(select=["TFL001"]))
+    assert [x.code for x in res.findings] == []
+    f.write_text(text.replace("ys.append(x)", "ys.append(x"))
+    assert [x.code for x in process_path(str(f), default_settings(select=["TFL001"])).findings] == ["TFL001"]

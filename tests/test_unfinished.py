@@ -42,6 +42,17 @@ def test_python2_message_decides():
     (["### YOUR ACTION REQUIRED:", "# Create a second feature", "example.features.feature['adversaries']."], 3),
     (["# TODO 1b", "for w in pairs:", "    context_class = #TODO 1b: your code here"], 3),
     (["n = 1", "layer = # TODO 1 -- Your code goes here(", "    a=1,", "    b=2,", "    c=3)"], 5),
+    # graded-assignment skeletons: `None` where the reader's names go, and the START/END CODE HERE region
+    (["def None():"], 1),
+    (["    x = layers.Dense(64, activation=??)(x)"], 1),
+    (["model.compile(loss=??, optimizer='adam')"], 1),
+    (["    def call(self, x):", "        return = raise NotImplementedError()"], 2),
+    (["x = y = "], 1),
+    (["# finish this", "model.add("], 2),
+    (["    history = None.None(train_generator,"], 1),
+    (["    encoder = label_encoder.None"], 1),
+    (["### START CODE HERE", "", "# Instantiate the tokenizer", "tok = Tokenizer()", "", "", "", "", "",
+      "model.add(,)", "### END CODE HERE"], 10),
 ])
 def test_exercise_blanks(lines, row):
     assert exercise_blank(lines, row)
@@ -61,6 +72,10 @@ def test_block_whose_body_is_a_todo():
     (["y = a +"], 1),
     (["# TODO: speed this up later", "x = 1", "y = 2", "z = 3", "a = 4", "b = 5", "c = 6", "def f(:"], 8),  # too far
     (["if a < b and c > d:", "  x == (1,"], 2),
+    # after the region closed, a syntax error is the file's own
+    (["### START CODE HERE", "x = 1", "### END CODE HERE", "", "", "", "", "", "", "", "y = (1,"], 11),
+    (["value = None", "y = (None,"], 2),
+    (["x = (1, y??"], 1),  # IPython's help syntax, not a blank
 ])
 def test_real_mistakes_are_not_blanks(lines, row):
     assert not exercise_blank(lines, row)
@@ -104,7 +119,22 @@ def test_empty_notebook_file(raw):
     assert findings(raw, select=("TFL001",)) == []
 
 
-def test_an_indented_cell_magic_is_not_a_colab_cell_magic():
-    raw = json.loads(nb_json("import tensorflow as tf\n", " %%time\nx = 1\n"))
+def test_an_indented_first_line_runs_in_colab_only():
+    """IPython 7 and 8 (Colab ships 7.34; read from the ipython 7.34.0 and 8.18.1 wheels) remove the first line's
+    indentation from each line that starts with it, so ` %%time` is a cell magic there and ` p = {` with its `}`
+    at column 0 runs; IPython 9 (today's Jupyter) removes the common margin and rejects both. In a Colab notebook
+    they are not syntax errors; elsewhere they are. A cell that runs under neither is one everywhere."""
+    cells = ("import tensorflow as tf\n", " %%time\nx = 1\n", " p = {\n  'lr': 1,\n}\n", "  y = 1\n z = 2\n")
+    raw = json.loads(nb_json(*cells))
+    assert [f.cell for f in findings(json.dumps(raw), select=("TFL001",))] == [2, 3, 4]
     raw["metadata"]["colab"] = {}
-    assert [f.cell for f in findings(json.dumps(raw), select=("TFL001",))] == [2]
+    assert [f.cell for f in findings(json.dumps(raw), select=("TFL001",))] == [4]
+
+
+def test_a_notebook_of_another_kernel_is_not_python():
+    """A Swift for TensorFlow notebook whose metadata names the kernel (`swift`) but no language."""
+    raw = json.loads(nb_json("let x = 1\nprint(x)\n"))
+    raw["metadata"] = {"kernelspec": {"display_name": "Swift", "name": "swift"}}
+    assert findings(json.dumps(raw), select=("TFL001",)) == []
+    raw["metadata"] = {"kernelspec": {"display_name": "TF", "name": "conda-env-tf-py"}}
+    assert [f.cell for f in findings(json.dumps(raw), select=("TFL001",))] == [1]

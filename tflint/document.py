@@ -152,6 +152,10 @@ class NotebookDocument(Document):
             first = next((ln for ln in lines if ln.strip() and not ln.strip().startswith("#")), "")
             if first.startswith("%%"):  # at the start of its line: ` %%time` indented is another matter
                 return True
+            from .notebook import runs_on_ipython8
+
+            if runs_on_ipython8(self.notebook.sources[k]):
+                return True  # Colab's IPython 7.34 dedents by the first line: ` %%time`, ` params = {` run there
         return exercise_blank(lines, e.row, e.message)
 
     @classmethod

@@ -304,8 +304,12 @@ def check_text(text: str, path: str, settings: Settings) -> CheckResult:
     module, error = _parse(text, path, tops)
     if module is None:
         # CPython's parser places the error where the user made it (libcst's native parser often points a line
-        # or more later); keep libcst's report when CPython accepts the text (syntax newer than this Python's)
-        return report(cpython.finding if cpython else error)
+        # or more later). When CPython accepts the text, the code runs (tabs and spaces mixed the way CPython
+        # allows; syntax newer than this Python's): it is left unanalysed, with no TFL001 claiming it does not
+        # (a notebook still leaves out the one cell, through `syntax_error`)
+        if cpython is None:
+            return CheckResult([], syntax_error=error)
+        return report(cpython.finding)
     return _check_module(text, path, module, settings, codes)
 
 

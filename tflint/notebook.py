@@ -89,9 +89,10 @@ class Notebook:
             raise NotebookError(f"{path}: not a valid notebook: invalid JSON at line {exc.lineno}: {exc.msg}") from None
         if not isinstance(data, dict) or not isinstance(data.get("cells", None), list):
             raise NotebookError(f"{path}: not a valid notebook: no `cells` list")
-        lang = (
-            (data.get("metadata") or {}).get("kernelspec", {}) or {}
-        ).get("language") or ((data.get("metadata") or {}).get("language_info", {}) or {}).get("name") or "python"
+        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        kernel = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
+        info = meta.get("language_info") if isinstance(meta.get("language_info"), dict) else {}
+        lang = kernel.get("language") or info.get("name") or _kernel_language(kernel.get("name")) or "python"
         code_cells: list[int] = []
         sources: list[str] = []
         if str(lang).lower() == "python":
@@ -224,7 +225,32 @@ class CellTransform:
 def transform_cell(src: str) -> CellTransform:
     """The Python that IPython would run for this cell, row for row, with a verdict (see CellTransform)."""
     lines = src.split("\n")
-    out, prefixes = _dedent(lines)
+    return _transform(lines, *_dedent(lines))
+
+
+_OTHER_KERNELS = re.compile(r"(?i)^(swift|ir|julia|scala|javascript|typescript|bash|sh|java|kotlin|go|rust|c\+\+|"
+                            r"xcpp|sas|matlab|octave|ruby|haskell|spark|sparkr|deno|tslab)\b")
+
+
+def _kernel_language(name) -> Optional[str]:
+    """The language a kernel's name says, when the metadata names no language (`"name": "swift"`)."""
+    if isinstance(name, str):
+        m = _OTHER_KERNELS.match(name.strip())
+        if m:
+            return m.group(1).lower()
+    return None
+
+
+def runs_on_ipython8(src: str) -> bool:
+    """The cell is Python (or a cell magic) for IPython 7 and 8, which remove the first non-blank line's
+    indentation from the lines that start with it where IPython 9 removes the common margin (read from the
+    ipython 7.34.0 and 8.18.1 wheels: `leading_indent`). Colab ships IPython 7.34: ` %%time` or a first line
+    indented by one space runs there."""
+    lines = src.split("\n")
+    return _transform(lines, *_first_line_dedent(lines)).kind != "error"
+
+
+def _transform(lines: list[str], out: list[str], prefixes: list[str]) -> CellTransform:
     first = next((i for i, ln in enumerate(out) if ln.strip()), None)
     if first is not None and out[first].startswith("%%") and not re.match(r"%%\w+\?", out[first]):
         return _cell_magic(lines, out, prefixes, first)
@@ -232,6 +258,29 @@ def transform_cell(src: str) -> CellTransform:
     if first is not None:
         out = _automagic(out, first)
     return _verdict(lines, out, prefixes)
+
+
+def _first_line_dedent(lines: list[str]) -> tuple[list[str], list[str]]:
+    """IPython 7/8's `leading_indent`, line for line: the first non-blank line's indentation is removed from every
+    line that starts with it; the others are kept as they are."""
+    margin = ""
+    for ln in lines:
+        if ln and not _WS_ONLY.fullmatch(ln):
+            m = _LEADING_WS.match(ln)
+            margin = m.group(0) if m else ""
+            break
+    out, prefixes = [], []
+    for ln in lines:
+        if _WS_ONLY.fullmatch(ln):
+            out.append("")
+            prefixes.append(ln)
+        elif ln and margin and ln.startswith(margin):
+            out.append(ln[len(margin):])
+            prefixes.append(margin)
+        else:
+            out.append(ln)
+            prefixes.append("")
+    return out, prefixes
 
 
 def _dedent(lines: list[str]) -> tuple[list[str], list[str]]:

@@ -37,9 +37,17 @@ _PY2_LINE = re.compile(
 )
 # what a template puts where the reader's code goes
 _MARKER = re.compile(r"(?i)\b(TODO|TO\s?DO|FIXME|YOUR\s+(CODE|ACTION|ANSWER|TURN)|FILL\s*(ME|IN|THIS|HERE)|"
-                     r"INSERT\b.*\bHERE|REPLACE\b.*\bHERE|COMPLETE\s+THIS|WRITE\s+YOUR)")
-_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?")
-_UNFINISHED = re.compile(r"^\s*[\w.\[\]'\", ]+=\s*$")  # `label_i =`, `preds, labels =`
+                     r"INSERT\b.*\bHERE|REPLACE\b.*\bHERE|COMPLETE\s+THIS|FINISH\s+THIS|WRITE\s+YOUR)")
+# `<insert ... here>`, `___`, `???`, a `??` where a value goes (`activation=??`; `name??` is IPython's help), and
+# `x = raise NotImplementedError()` (the reader replaces the raise)
+_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?|(?<![\w)\]}?])\?\?(?!\?)|=\s*raise\b")
+_UNFINISHED = re.compile(r"^\s*[\w.\[\]'\", =]+=\s*$")  # `label_i =`, `preds, labels =`, `x = y =`
+# `None` where the reader's name goes (`def None():`, `None.None(...)`, `label_encoder.None`): graded-assignment
+# skeletons; and the region such a skeleton marks for the reader's code (`### START CODE HERE` ... `### END CODE
+# HERE`), however long
+_NONE_BLANK = re.compile(r"\bdef\s+None\s*\(|\bclass\s+None\b|\bNone\s*\.\s*None\b|\.\s*None\b(?!\w)")
+_REGION_START = re.compile(r"(?i)\bSTART\s+CODE\s+HERE\b")
+_REGION_END = re.compile(r"(?i)\bEND\s+CODE\s+HERE\b")
 
 
 def python2_source(lines: Sequence[str], row: int, message: str) -> bool:
@@ -57,8 +65,13 @@ def exercise_blank(lines: Sequence[str], row: int, message: str = "") -> bool:
     marker inside the block the error message names (`expected an indented block after 'with' statement on line
     81`)."""
     line = _code_part(lines[row - 1]) if 0 < row <= len(lines) else ""
-    if _PLACEHOLDER.search(line) or _UNFINISHED.match(line):
+    if _PLACEHOLDER.search(line) or _UNFINISHED.match(line) or _NONE_BLANK.search(line):
         return True
+    for ln in reversed(lines[:row]):
+        if _REGION_END.search(ln):
+            break
+        if _REGION_START.search(ln):
+            return True  # inside the region a skeleton leaves for the reader's code
     start = max(row - 7, 0)
     m = re.search(r"on line (\d+)", message)
     if m and 0 < int(m.group(1)) < row:
