@@ -274,6 +274,20 @@ def test_a_watermark_cell_says_what_the_notebook_ran(tmp_path):
     assert found.tensorflow == (2, 0) and found.keras2
 
 
+def test_colab_tensorflow_version_magic_pins_tf1(tmp_path):
+    """`%tensorflow_version 1.x` made Colab run TF 1.15 (with standalone Keras on graph mode): a TF1 target."""
+    from tflint.pins import notebook_versions
+
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
+              "source": "%tensorflow_version 1.x\nimport keras"}]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    (tmp_path / "unet.ipynb").write_text(json.dumps(nb))
+    assert notebook_versions(str(tmp_path / "unet.ipynb")).tensorflow == (1, 15)
+    cells[0]["source"] = "%tensorflow_version 2.x\nimport tensorflow as tf"
+    (tmp_path / "two.ipynb").write_text(json.dumps(nb))
+    assert notebook_versions(str(tmp_path / "two.ipynb")) is None
+
+
 def test_untracked_variable_claims_need_keras_3_established(tmp_path):
     code = ("import tensorflow as tf\n\nclass Dense(tf.keras.layers.Layer):\n"
             "    def build(self, shape):\n        self.w = tf.Variable(tf.zeros([shape[-1], 4]))\n")

@@ -88,7 +88,7 @@ def test_not_a_mistake_names_the_reason():
 
 
 def test_a_file_ported_to_python3_keeps_its_print_statement_error():
-    text = "from __future__ import print_function\nimport numpy as np\nprint np.zeros(3)\n"
+    text = "from __future__ import print_function\nimport tensorflow as tf\nprint tf.zeros(3)\n"
     assert [f.code for f in tfl001(text)] == ["TFL001"]
 
 
@@ -133,8 +133,9 @@ def test_an_indented_first_line_runs_in_colab_only():
 
 def test_a_notebook_of_another_kernel_is_not_python():
     """A Swift for TensorFlow notebook whose metadata names the kernel (`swift`) but no language."""
-    raw = json.loads(nb_json("let x = 1\nprint(x)\n"))
+    raw = json.loads(nb_json("import TensorFlow  // tensorflow for swift\nlet x = 1\nprint(x)\n"))
     raw["metadata"] = {"kernelspec": {"display_name": "Swift", "name": "swift"}}
     assert findings(json.dumps(raw), select=("TFL001",)) == []
+    raw = json.loads(nb_json("import tensorflow as tf\nlet x = 1\n"))
     raw["metadata"] = {"kernelspec": {"display_name": "TF", "name": "conda-env-tf-py"}}
     assert [f.cell for f in findings(json.dumps(raw), select=("TFL001",))] == [1]

@@ -28,6 +28,11 @@ class DocumentError(Exception):
     """A fixed text that cannot be written back into the file's own format; the message is for the user."""
 
 
+# a script that says it was exported from a notebook (Colab's header, jupytext / VS Code cell markers)
+_NOTEBOOK_EXPORT = re.compile(r"(?i)automatically generated (?:by|using) colab|colaboratory|^# In\[|^# %%|jupytext",
+                              re.M)
+
+
 def syntax_error(path: str, message: str, row: int = 1, column: int = 1, cell: Optional[int] = None,
                  source_line: Optional[str] = None) -> Finding:
     """A TFL001 finding (rows and columns 1-based)."""
@@ -65,7 +70,11 @@ class Document:
 
         if not f.message.startswith("SyntaxError") or self.lint_text is None:
             return False
-        return not_a_mistake(self.lint_text.splitlines(), f.location.row, f.message) is not None
+        lines = self.lint_text.splitlines()
+        line = lines[f.location.row - 1] if 0 < f.location.row <= len(lines) else ""
+        if line.lstrip().startswith(("!", "%")) and _NOTEBOOK_EXPORT.search(self.text):
+            return True  # `!pip install` left in a script exported from a notebook (it says so): the notebook runs it
+        return not_a_mistake(lines, f.location.row, f.message) is not None
 
     def _ipython_syntax(self, f: Finding) -> Finding:
         """`%matplotlib inline`, `%%time`, `!pip install x` where the parse failed: valid in a notebook cell, never in

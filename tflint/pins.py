@@ -337,6 +337,10 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
             continue
         src = cell.get("source")
         src = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
+        if "tensorflow" not in seen and _COLAB_TF1.search(src):
+            seen.add("tensorflow")  # Colab's `%tensorflow_version 1.x`: the notebook runs TF 1.15
+            texts.append(("notebook magic %tensorflow_version 1.x", "tensorflow==1.15"))
+            continue
         if "%watermark" in src:  # `%watermark -p tensorflow`: one "name: version" line per package
             for kind, version in _watermarks(cell):
                 if kind not in seen:
@@ -359,6 +363,7 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
     return pins_of_text(texts) if texts else None
 
 
+_COLAB_TF1 = re.compile(r"^\s*%tensorflow_version\s+1(?:\.x|\.\d+)?\s*$", re.M)
 _WATERMARK_LINE = re.compile(r"^\s*(tensorflow(?:-gpu|-cpu)?|keras)\s*:?\s+(\d+\.\d+\.\d+)\b", re.M)
 
 

@@ -18,7 +18,10 @@ PARSE_SINGLE = frozenset({"tensorflow.io.parse_single_example", "tensorflow.comp
 HEAVY_DECODE = frozenset(
     f"tensorflow.{m}.{op}" for m in ("io", "image") for op in (
         "decode_jpeg", "decode_and_crop_jpeg", "decode_image", "decode_png", "decode_bmp", "decode_gif", "decode_webp")
-) | {"tensorflow.audio.decode_wav"}
+) | {"tensorflow.audio.decode_wav"} | {
+    # an image resized per element: images of different sizes, which a batched parse could not stack anyway
+    f"tensorflow.image.{op}" for op in ("resize", "resize_images", "resize_with_pad", "resize_with_crop_or_pad",
+                                        "resize_image_with_pad", "resize_image_with_crop_or_pad")}
 # a feature key naming an encoded image (`'image/encoded'`, `'jpeg_bytes'`): the record carries a compressed image
 # that is decoded per element after the parse, here or in another module's preprocessing
 ENCODED_KEY = re.compile(r"encoded|jpe?g|png", re.I)

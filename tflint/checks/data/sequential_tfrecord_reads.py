@@ -40,6 +40,8 @@ class SequentialTfrecordReads(Check):
         why = self._several(files.value, 0)
         if why is None or self._inside_parallel_interleave(node):
             return
+        if self._single_file_branch(node, files.value):
+            return  # the `else:` of `if len(files) > 1:`: this reader only ever gets one file
         cls = q.rsplit(".", 1)[-1]
         message = (f"`{cls}` over {why} without `num_parallel_reads`: the files are read one after another on one "
                    "thread; `num_parallel_reads` reads them in parallel (records of different files interleave)")
@@ -50,6 +52,19 @@ class SequentialTfrecordReads(Check):
         self.report(node, message, replacement=add_keyword_arg(node, "num_parallel_reads", spelling),
                     fix_message=f"Add `num_parallel_reads={spelling}` (changes record order)",
                     applicability=Applicability.UNSAFE)
+
+    def _single_file_branch(self, node: cst.Call, files: cst.BaseExpression) -> bool:
+        """`node` sits where a count test of its file list says one file: the `else:` of `if len(files) > 1:`
+        (or `>= 2`), or the body of `if len(files) == 1:` (or `<= 1`, `< 2`)."""
+        names = {n.value for n in [files, *self.index.nodes_inside(files, cst.Name)] if isinstance(n, cst.Name)}
+        child: cst.CSTNode = node
+        for a in self.index.ancestors(node):
+            if isinstance(a, cst.If):
+                many = _count_test(a.test, names)
+                if many is not None and ((child is a.orelse and many) or (child is a.body and not many)):
+                    return True
+            child = a
+        return False
 
     def _inside_parallel_interleave(self, node: cst.Call) -> bool:
         """The reader is built in a function that a parallel `interleave` calls once per shard: the files are
@@ -94,3 +109,23 @@ class SequentialTfrecordReads(Check):
                 return "a dataset of file names"
             return None
         return None
+
+
+def _count_test(test: cst.BaseExpression, names: set[str]) -> Optional[bool]:
+    """For `len(x) > 1` / `len(x) >= 2` (x one of `names`): True (the test means several files); for
+    `len(x) == 1` / `<= 1` / `< 2`: False (one file); otherwise None."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    left, comp = test.left, test.comparisons[0]
+    if not (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "len"
+            and len(left.args) == 1 and isinstance(left.args[0].value, cst.Name) and left.args[0].value.value in names):
+        return None
+    right = comp.comparator
+    n = int(right.value) if isinstance(right, cst.Integer) else None
+    op = comp.operator
+    if (isinstance(op, cst.GreaterThan) and n == 1) or (isinstance(op, cst.GreaterThanEqual) and n == 2):
+        return True
+    if (isinstance(op, cst.Equal) and n == 1) or (isinstance(op, cst.LessThanEqual) and n == 1) \
+            or (isinstance(op, cst.LessThan) and n == 2):
+        return False
+    return None

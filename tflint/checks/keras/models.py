@@ -132,8 +132,35 @@ def is_model_value(sem: Semantics, expr: cst.BaseExpression) -> bool:
         return cls is not None and _keras_model_class(sem, cls)
     if isinstance(expr, cst.Name):
         b = sem.index.lookup(expr.value, expr)
-        if b is not None and b.kind == "param" and isinstance(b.node, cst.Param) and b.node.annotation is not None:
-            return sem.names.qualified_name(b.node.annotation.annotation) in MODEL_CLASSES
+        if b is not None and b.kind == "param" and isinstance(b.node, cst.Param):
+            if b.node.annotation is not None:
+                return sem.names.qualified_name(b.node.annotation.annotation) in MODEL_CLASSES
+            return _model_passed(sem, b.node)
+    return False
+
+
+def _model_passed(sem: Semantics, param: cst.Param) -> bool:
+    """A parameter of a same-file function (not a method) that a call site in the file fills with a Keras model:
+    `def generate_fake_samples(g_model, n): ... g_model.predict(x)` called as `generate_fake_samples(generator,
+    n)` with `generator = define_generator()` a model. The origin is followed across that one boundary."""
+    fn = sem.index.enclosing_function(param)
+    if not isinstance(fn, cst.FunctionDef) or sem.index.enclosing_class(fn) is not None:
+        return False
+    params = list(fn.params.posonly_params) + list(fn.params.params)
+    position = next((i for i, p in enumerate(params) if p is param), None)
+    name = param.name.value
+    for use in sem.index.names_named(fn.name.value):
+        call = sem.index.parent(use)
+        if not (isinstance(call, cst.Call) and call.func is use) or sem.functions.resolve_callable(use) is not fn:
+            continue
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args):
+            continue
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        if arg is None and position is not None and position < len(positional):
+            arg = positional[position]
+        if arg is not None and is_model(sem, arg.value):
+            return True
     return False
 
 
