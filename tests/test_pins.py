@@ -288,6 +288,22 @@ def test_colab_tensorflow_version_magic_pins_tf1(tmp_path):
     assert notebook_versions(str(tmp_path / "two.ipynb")) is None
 
 
+def test_google_cloud_images_name_their_release(tmp_path):
+    """Deep Learning VM / Vertex AI prebuilt images (`tf2-gpu.2-3`, `tf-cpu.2-1`) and a notebook saved on one
+    (metadata `environment`: `tf22-cpu.2-2`) run that TensorFlow."""
+    from tflint.pins import notebook_versions, pip_installs
+
+    assert pip_installs("FROM gcr.io/deeplearning-platform-release/tf2-gpu.2-3\n") == "tensorflow==2.3"
+    assert pip_installs("--executor-image-uri=us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-1:latest") == \
+        "tensorflow==2.1"
+    assert pip_installs("FROM python:3.8-slim\n") == ""
+    nb = {"cells": [], "nbformat": 4, "nbformat_minor": 4,
+          "metadata": {"environment": {"name": "tf22-cpu.2-2", "type": "gcloud",
+                                       "uri": "gcr.io/deeplearning-platform-release/tf2-cpu.2-2:m47"}}}
+    (tmp_path / "jigsaw.ipynb").write_text(json.dumps(nb))
+    assert notebook_versions(str(tmp_path / "jigsaw.ipynb")).tensorflow == (2, 2)
+
+
 def test_untracked_variable_claims_need_keras_3_established(tmp_path):
     code = ("import tensorflow as tf\n\nclass Dense(tf.keras.layers.Layer):\n"
             "    def build(self, shape):\n        self.w = tf.Variable(tf.zeros([shape[-1], 4]))\n")

@@ -175,6 +175,10 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
 
 
 _DOCKER_IMAGE = re.compile(r"\btensorflow/tensorflow:(\d+\.\d+(?:\.\d+)?)(?:-[\w.-]+)?")
+# Google Cloud's Deep Learning images and Vertex AI's prebuilt containers name their release:
+# `gcr.io/deeplearning-platform-release/tf2-gpu.2-3`, `us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-1:latest`,
+# a notebook's `environment` metadata `tf22-cpu.2-2`
+_GCP_IMAGE = re.compile(r"(?<![\w.-])tf\d*-(?:cpu|gpu)\.(\d+)-(\d+)\b")
 
 
 def pip_installs(text: str) -> str:
@@ -183,6 +187,7 @@ def pip_installs(text: str) -> str:
     Docker images count as installing their release (`FROM tensorflow/tensorflow:2.4.0-gpu`, a README's
     "docker image tensorflow/tensorflow:2.4.0-gpu")."""
     out = [f"tensorflow=={m.group(1)}" for m in _DOCKER_IMAGE.finditer(text)]
+    out += [f"tensorflow=={m.group(1)}.{m.group(2)}" for m in _GCP_IMAGE.finditer(text)]
     for line in text.replace("\\\n", " ").splitlines():
         for m in re.finditer(r"\bpip3?\s+install\s+([^&;|]*)", line):
             for token in m.group(1).split():
@@ -331,6 +336,9 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
         return None
     texts: list[tuple[str, str]] = []
     seen: set[str] = set()
+    meta = nb.get("metadata") if isinstance(nb, dict) and isinstance(nb.get("metadata"), dict) else {}
+    env = meta.get("environment") if isinstance(meta.get("environment"), dict) else {}
+    image = _GCP_IMAGE.search(f"{env.get('name', '')} {env.get('uri', '')}")
     cells = nb.get("cells") if isinstance(nb, dict) else None
     for cell in cells if isinstance(cells, list) else []:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -360,6 +368,9 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
                 seen.add(kind)
                 texts.append(("notebook output", f"{kind}=={m.group(1)}"))
                 break
+    if image and "tensorflow" not in seen:  # saved on a Google Cloud notebook image (`tf22-cpu.2-2`), and no
+        # printed version says otherwise (a version printed is what ran; the image may have been swapped since)
+        texts.append(("notebook environment", f"tensorflow=={image.group(1)}.{image.group(2)}"))
     return pins_of_text(texts) if texts else None
 
 
