@@ -376,3 +376,33 @@ def test_the_files_own_api_raises_the_oldest_release(tmp_path):
     pins_for_folder.cache_clear()
     p = run_tflint("check", "--no-cache", "--select", "TFL504", "--output-format", "json", "a.py", "b.py", cwd=tmp_path)
     assert [(f["filename"], f["code"]) for f in json.loads(p.stdout)] == [("a.py", "TFL504")]
+
+
+def test_nvidia_ngc_images_stand_for_the_release_of_their_month():
+    """`nvcr.io/nvidia/tensorflow:21.02-tf2-py3` (NVIDIA's DeepLearningExamples pin their models this way) holds
+    the TF 2 of February 2021: 2.4 was the newest then (PyPI upload months), 2.3 the one before; Keras 2."""
+    from tflint.pins import pins_of_text, pip_installs
+
+    got = pins_of_text([("Dockerfile", pip_installs("ARG FROM_IMAGE_NAME=nvcr.io/nvidia/tensorflow:21.02-tf2-py3\n"))])
+    assert (got.tensorflow, got.oldest, got.keras2) == ((2, 4), (2, 3), True)
+    assert pip_installs("FROM nvcr.io/nvidia/tensorflow:19.10-tf1-py3") == "tensorflow==1.15"
+    assert pip_installs("FROM nvcr.io/nvidia/pytorch:21.02-py3") == ""
+    assert pip_installs("FROM nvcr.io/nvidia/merlin/merlin-tensorflow-training:22.03") == "tensorflow>=2.7,<2.9"
+
+
+def test_renaming_a_working_alias_needs_a_known_release(tmp_path):
+    """`tf.distribute.experimental.MultiWorkerMirroredStrategy` still works on TF 2.21; its stable name exists from
+    2.4. Unpinned, the project may run 2.1 (Vertex's `tf-cpu.2-1` image): no rename. Pinned, or using 2.4 API
+    already, it is advice. A removed API (`experimental_run_v2`) is reported either way."""
+    alias = "import tensorflow as tf\nstrategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()\n"
+    removed = "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\nstrategy.experimental_run_v2(f)\n"
+    evidence = alias + "ds = strategy.distribute_datasets_from_function(make)\n"
+
+    def codes(folder, reqs, code):
+        return [f["code"] for f in _json(_project(tmp_path / folder, reqs, code), "--select", "TFL504", "m.py")]
+
+    assert codes("unpinned", None, alias) == []
+    assert codes("pinned", "tensorflow>=2.6\n", alias) == ["TFL504"]
+    assert codes("old", "tensorflow==2.1.0\n", alias) == []
+    assert codes("evidence", None, evidence) == ["TFL504"]
+    assert codes("removed", None, removed) == ["TFL504"]

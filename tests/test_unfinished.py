@@ -139,3 +139,13 @@ def test_a_notebook_of_another_kernel_is_not_python():
     raw = json.loads(nb_json("import tensorflow as tf\nlet x = 1\n"))
     raw["metadata"] = {"kernelspec": {"display_name": "TF", "name": "conda-env-tf-py"}}
     assert [f.cell for f in findings(json.dumps(raw), select=("TFL001",))] == [1]
+
+
+def test_r_code_under_a_python_kernelspec_is_not_python():
+    """R notebooks whose metadata was copied from a Python one (`"name": "python3"`): several cells of R that no
+    Python file holds (`library(...)`, `<- function(`, `paste0(`) make the notebook R; one such line does not."""
+    r_cells = ("library(glue)\nsh <- function(cmd) {\n  system(cmd)\n}\n", "BUCKET <- paste0(\"gs://\", NAME)\n",
+               "if (x == \"\") {\n  x <- 1\n}\n", "import tensorflow as tf\n")
+    assert findings(nb_json(*r_cells), select=("TFL001",)) == []
+    python = ("import tensorflow as tf\n", "# R would say: library(glue)\nx = (1,\n")
+    assert [f.cell for f in findings(nb_json(*python), select=("TFL001",))] == [2]

@@ -193,6 +193,19 @@ class FileContext:
                 self._oldest = min(max(floor, used) if used is not None else floor, self.target_version)
         return self._oldest
 
+    @property
+    def known_floor(self) -> Optional[tuple[int, int]]:
+        """The oldest TensorFlow the project is known to run, or None when nothing says: `target-version`, the
+        pins' lower bound (a notebook's printed version included), raised by API the file already uses; with no
+        pins, the API the file uses alone."""
+        if self.settings.config.target_explicit:
+            return self.target_version
+        if self.target.floor is not None:
+            return self.oldest_version
+        from .checks.evidence import api_floor
+
+        return api_floor(self)
+
     def rule_options(self, name: str) -> dict[str, Any]:
         return self.settings.config.rule_options_for(name)
 

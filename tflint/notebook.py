@@ -105,6 +105,8 @@ class Notebook:
                         continue
                     code_cells.append(i)
                     sources.append(src)
+        if sum(1 for src in sources if _R_CODE.search(src)) >= 2:
+            code_cells, sources = [], []  # R code under a Python kernelspec (copied metadata): not Python
         nb = cls(raw, data, code_cells, sources)
         nb.python2 = _python2(data.get("metadata") or {})
         nb.colab = isinstance(data.get("metadata"), dict) and "colab" in data["metadata"]
@@ -228,6 +230,8 @@ def transform_cell(src: str) -> CellTransform:
     return _transform(lines, *_dedent(lines))
 
 
+# R that no Python file holds: `library(glue)`, `install.packages(...)`, `sh <- function(cmd)`, `paste0(...)`
+_R_CODE = re.compile(r"(?m)^\s*(?:library|require|install\.packages)\(|<-\s*function\s*\(|\bpaste0\(|\bSys\.(?:getenv|time)\(")
 _OTHER_KERNELS = re.compile(r"(?i)^(swift|ir|julia|scala|javascript|typescript|bash|sh|java|kotlin|go|rust|c\+\+|"
                             r"xcpp|sas|matlab|octave|ruby|haskell|spark|sparkr|deno|tslab)\b")
 

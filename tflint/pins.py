@@ -181,6 +181,34 @@ _DOCKER_IMAGE = re.compile(r"\btensorflow/tensorflow:(\d+\.\d+(?:\.\d+)?)(?:-[\w
 _GCP_IMAGE = re.compile(r"(?<![\w.-])tf\d*-(?:cpu|gpu)\.(\d+)-(\d+)\b")
 
 
+# The month each TensorFlow minor release first reached PyPI (the `tensorflow` package's simple JSON index,
+# `upload-time` of its first non-rc file; read 2026-11-24). NVIDIA's NGC images are named by year and month
+# (`nvcr.io/nvidia/tensorflow:21.02-tf2-py3`) and ship a release that existed then.
+RELEASE_MONTHS = {
+    (1, 13): (2019, 2), (1, 14): (2019, 6), (1, 15): (2019, 10), (2, 0): (2019, 9), (2, 1): (2020, 1),
+    (2, 2): (2020, 5), (2, 3): (2020, 7), (2, 4): (2020, 12), (2, 5): (2021, 5), (2, 6): (2021, 8), (2, 7): (2021, 11),
+    (2, 8): (2022, 2), (2, 9): (2022, 5), (2, 10): (2022, 9), (2, 11): (2022, 11), (2, 12): (2023, 3),
+    (2, 13): (2023, 7), (2, 14): (2023, 9), (2, 15): (2023, 11), (2, 16): (2024, 3), (2, 17): (2024, 7),
+    (2, 18): (2024, 10), (2, 19): (2025, 3), (2, 20): (2025, 8), (2, 21): (2026, 3),
+}
+_NGC_IMAGE = re.compile(r"\bnvcr\.io/nvidia/(?:tensorflow|merlin/merlin-tensorflow(?:-training)?):(\d{2})\.(\d{2})"
+                        r"(?:-tf([12]))?\b")
+
+
+def ngc_release(year: int, month: int, major: int) -> Optional[str]:
+    """The requirement an NGC TensorFlow image of that month stands for: TF 1.15 for a `-tf1` image; for `-tf2`,
+    the newest 2.x released before that month, or the one before it (NGC ships the current release, now and then
+    one behind): `21.02-tf2` -> `tensorflow>=2.3,<2.5`."""
+    if major == 1:
+        return "tensorflow==1.15"
+    before = sorted(v for v, ym in RELEASE_MONTHS.items() if v[0] == 2 and ym < (2000 + year, month))
+    if not before:
+        return None
+    newest = before[-1]
+    oldest = before[-2] if len(before) > 1 else newest
+    return f"tensorflow>={oldest[0]}.{oldest[1]},<{newest[0]}.{newest[1] + 1}"
+
+
 def pip_installs(text: str) -> str:
     """The requirements a Dockerfile (or shell script, or README) installs with `pip install ...`, one per line: a
     project that builds its image with `RUN pip3 install tensorflow==2.2.0` runs that TensorFlow. TensorFlow's own
@@ -188,6 +216,8 @@ def pip_installs(text: str) -> str:
     "docker image tensorflow/tensorflow:2.4.0-gpu")."""
     out = [f"tensorflow=={m.group(1)}" for m in _DOCKER_IMAGE.finditer(text)]
     out += [f"tensorflow=={m.group(1)}.{m.group(2)}" for m in _GCP_IMAGE.finditer(text)]
+    out += [r for m in _NGC_IMAGE.finditer(text)
+            if (r := ngc_release(int(m.group(1)), int(m.group(2)), int(m.group(3) or 2)))]
     for line in text.replace("\\\n", " ").splitlines():
         for m in re.finditer(r"\bpip3?\s+install\s+([^&;|]*)", line):
             for token in m.group(1).split():

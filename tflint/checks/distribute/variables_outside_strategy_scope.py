@@ -137,6 +137,18 @@ class VariablesOutsideStrategyScope(Check):
                 return True
         return False
 
+    def _other_branch_scoped(self, node: cst.CSTNode) -> bool:
+        """`node` is in the `else:` (or `elif`) of an `if` whose body opens `strategy.scope()`: the two branches are
+        the distributed and the single-device way, and the strategy exists only on the first."""
+        child = node
+        for a in self.index.ancestors(node):
+            if isinstance(a, cst.If) and child is not a.body and child is not a.test:
+                if any(isinstance(w, cst.With) and any(_scope_call(i.item) for i in w.items)
+                       for w in nodes_under(a.body, cst.With)):
+                    return True
+            child = a
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         if not self.strategies:
             return
@@ -151,6 +163,8 @@ class VariablesOutsideStrategyScope(Check):
             return
         if any(isinstance(a, cst.Call) and self._creates(a) for a in self.index.ancestors(node)):
             return  # the outer creation is the one reported
+        if self._other_branch_scoped(node):
+            return  # `if distributed: with strategy.scope(): ... else: ...`: the else runs with no strategy
         if not self._used_distributed(node, what):
             return  # a claim needs evidence: host-side metrics, step counters and CPU-evaluation models stay silent
         name = strategy.rsplit(".", 1)[-1]
@@ -166,3 +180,7 @@ def _literal_key(sub: cst.Subscript) -> Optional[str]:
             return v.evaluated_value
     return None
 
+
+
+def _scope_call(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "scope"

@@ -35,6 +35,9 @@ NO_OP_PREFIXES = (
     "tensorflow.train.MonitoredSession", "tensorflow.compat.v1.train.MonitoredSession",
     "tensorflow.train.SingularMonitoredSession", "tensorflow.compat.v1.train.SingularMonitoredSession",
     "tensorflow.train.Scaffold", "tensorflow.compat.v1.train.Scaffold",
+    "tensorflow.train.MonitoredTrainingSession", "tensorflow.compat.v1.train.MonitoredTrainingSession",
+    # reads the existing global-step tensor (`int(sess.run(global_step_tensor))`), adds no op
+    "tensorflow.train.global_step", "tensorflow.compat.v1.train.global_step",
 )
 
 
