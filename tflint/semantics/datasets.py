@@ -110,9 +110,13 @@ class Pipeline:
 
     @property
     def source_prefetched(self) -> bool:
+        """The source already ends with a prefetch: Keras's `*_dataset_from_directory`, and `make_csv_dataset` /
+        `make_batched_features_dataset` (both end with `dataset.prefetch(prefetch_buffer_size)` in TF 2.21's
+        readers.py), directly or returned by another module's function."""
         src = self.source
-        return src.kind == "keras-batched" or (src.kind == "project" and (
-            "prefetch" in src.upstream or (not src.upstream and src.upstream_kind == "keras-batched")))
+        prefetched = ("keras-batched", "records-batched")
+        return src.kind in prefetched or (src.kind == "project" and (
+            "prefetch" in src.upstream or (not src.upstream and src.upstream_kind in prefetched)))
 
     @property
     def source_batched(self) -> bool:

@@ -550,10 +550,12 @@ CHEAP_TAILS = frozenset({
     "equal", "not_equal", "greater", "less", "logical_and", "logical_or", "logical_not", "floor", "round",
     "uniform", "random_uniform", "normal", "random_normal", "shuffle", "cond", "map_structure", "flatten",
     "pack_sequence_as", "list", "isinstance", "print",
-    "global_policy",  # the mixed-precision policy, read for its compute dtype
+    "global_policy", "TensorShape",  # the mixed-precision policy (its compute dtype), a static shape
 })
 # methods of the function's own dict/list values: `features.pop("label")`, `x.copy()`
-_CONTAINER_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update", "setdefault"})
+_CONTAINER_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update", "setdefault",
+                                # static shape annotations on the element's tensors: no computation at all
+                                "set_shape", "get_shape", "merge_with", "concatenate", "as_list"})
 
 
 def cheap_function(sem: Semantics, fn, depth: int = 2) -> bool:

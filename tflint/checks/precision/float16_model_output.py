@@ -28,6 +28,8 @@ class Float16ModelOutput(Check):
             return
         q = self.sem.call_name(node)
         if q in SEQUENTIAL:
+            if self._inside_layer_class(node):
+                return  # a block inside a custom layer (`self.mlpblock = Sequential([...])`): not the model's output
             for layer in self._sequential_output(node):
                 self._check(layer, node, None)
         elif q in FUNCTIONAL:
@@ -35,6 +37,18 @@ class Float16ModelOutput(Check):
             if out is not None:
                 for element in self._elements(out.value):
                     self._functional_output(element, node)
+
+    def _inside_layer_class(self, node: cst.CSTNode) -> bool:
+        """`node` is in a class that subclasses a Keras `Layer` (not a `Model`): what it builds is a part of some
+        model's inside, and its last layer is no model output."""
+        cls = self.index.enclosing_class(node)
+        if cls is None:
+            return False
+        for base in cls.bases:
+            q = self.sem.names.qualified_name(base.value) or ""
+            if q.endswith((".Layer", ".layers.Layer")) or (isinstance(base.value, cst.Name) and base.value.value == "Layer"):
+                return True
+        return False
 
     # -- finding the output layer ---------------------------------------------------------------------------
     def _sequential_output(self, model: cst.Call) -> Iterator[cst.BaseExpression]:
