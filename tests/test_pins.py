@@ -406,3 +406,33 @@ def test_renaming_a_working_alias_needs_a_known_release(tmp_path):
     assert codes("old", "tensorflow==2.1.0\n", alias) == []
     assert codes("evidence", None, evidence) == ["TFL504"]
     assert codes("removed", None, removed) == ["TFL504"]
+
+
+def test_deprecated_data_names_that_still_work_need_a_known_release(tmp_path):
+    """`from_generator(output_types=...)` still works on TF 2.21: it is renamed to `output_signature=` (new in 2.4)
+    only where the project is known to run 2.4 or later; a course updated to TF 2.3, unpinned, is left alone."""
+    code = ("import tensorflow as tf\n\ndef gen():\n    yield 1\n\n"
+            "ds = tf.data.Dataset.from_generator(gen, output_types=tf.int64)\n")
+
+    def codes(folder, reqs):
+        return sorted(f["code"] for f in _json(_project(tmp_path / folder, reqs, code), "--select", "TFL110", "m.py"))
+
+    assert codes("unpinned", None) == []
+    assert codes("pinned", "tensorflow>=2.6\n") == ["TFL110"]
+    assert codes("old", "tensorflow==2.3.0\n") == []  # output_signature is new in 2.4
+
+
+def test_a_notebook_that_installs_its_tensorflow_runs_it(tmp_path):
+    """`!pip install -q tensorflow==2.3.0` in a cell, or `!pip install tf-nightly` (the newest release or later)."""
+    from tflint.pins import TODAY, notebook_versions
+
+    def nb(src):
+        return {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [], "source": src}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+
+    (tmp_path / "a.ipynb").write_text(json.dumps(nb("!pip install -q tensorflow==2.3.0 tensorflow-datasets\nimport tensorflow as tf")))
+    assert notebook_versions(str(tmp_path / "a.ipynb")).tensorflow == (2, 3)
+    (tmp_path / "b.ipynb").write_text(json.dumps(nb("!pip install tf-nightly\nimport tensorflow as tf")))
+    assert notebook_versions(str(tmp_path / "b.ipynb")).tensorflow == TODAY
+    (tmp_path / "c.ipynb").write_text(json.dumps(nb("!pip install tensorflow-datasets\nimport tensorflow as tf")))
+    assert notebook_versions(str(tmp_path / "c.ipynb")) is None

@@ -166,6 +166,7 @@ class FileContext:
 
     _target: Optional[Target] = None
     _oldest: Optional[tuple[int, int]] = None
+    _known: Optional[tuple] = None  # (known_floor,) once computed
 
     @property
     def target(self) -> Target:
@@ -198,13 +199,17 @@ class FileContext:
         """The oldest TensorFlow the project is known to run, or None when nothing says: `target-version`, the
         pins' lower bound (a notebook's printed version included), raised by API the file already uses; with no
         pins, the API the file uses alone."""
-        if self.settings.config.target_explicit:
-            return self.target_version
-        if self.target.floor is not None:
-            return self.oldest_version
-        from .checks.evidence import api_floor
+        if self._known is None:
+            if self.settings.config.target_explicit:
+                known = self.target_version
+            elif self.target.floor is not None:
+                known = self.oldest_version
+            else:
+                from .checks.evidence import api_floor
 
-        return api_floor(self)
+                known = api_floor(self)
+            self._known = (known,)
+        return self._known[0]
 
     def rule_options(self, name: str) -> dict[str, Any]:
         return self.settings.config.rule_options_for(name)

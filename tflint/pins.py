@@ -222,6 +222,8 @@ def pip_installs(text: str) -> str:
         for m in re.finditer(r"\bpip3?\s+install\s+([^&;|]*)", line):
             for token in m.group(1).split():
                 token = token.strip("'\"")
+                if re.fullmatch(r"tf-nightly(?:-gpu|-cpu)?", token):
+                    token = f"tensorflow>={TODAY[0]}.{TODAY[1]}"  # the nightly build: the newest release or later
                 if token and not token.startswith("-"):
                     out.append(token)
     return "\n".join(out)
@@ -398,6 +400,13 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
                 seen.add(kind)
                 texts.append(("notebook output", f"{kind}=={m.group(1)}"))
                 break
+    if "tensorflow" not in seen:  # a cell that installs its TensorFlow (`!pip install -q tensorflow==2.3`, tf-nightly)
+        installs = pip_installs("\n".join(_pip_lines(cells if isinstance(cells, list) else [])))
+        found = pins_of_text([("notebook pip install", installs)]) if installs else None
+        if found is not None and found.tensorflow is not None:
+            seen.add("tensorflow")
+            texts.append(("notebook pip install", "\n".join(
+                ln for ln in installs.splitlines() if re.match(r"(tensorflow|tf-nightly)", ln))))
     if image and "tensorflow" not in seen:  # saved on a Google Cloud notebook image (`tf22-cpu.2-2`), and no
         # printed version says otherwise (a version printed is what ran; the image may have been swapped since)
         texts.append(("notebook environment", f"tensorflow=={image.group(1)}.{image.group(2)}"))
@@ -406,6 +415,17 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
 
 _COLAB_TF1 = re.compile(r"^\s*%tensorflow_version\s+1(?:\.x|\.\d+)?\s*$", re.M)
 _WATERMARK_LINE = re.compile(r"^\s*(tensorflow(?:-gpu|-cpu)?|keras)\s*:?\s+(\d+\.\d+\.\d+)\b", re.M)
+
+
+def _pip_lines(cells: list) -> list[str]:
+    """The `!pip install ...` / `%pip install ...` lines of a notebook's code cells."""
+    out = []
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            src = cell.get("source")
+            src = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
+            out += [ln.strip()[1:] for ln in src.splitlines() if re.match(r"\s*[!%]\s*pip3?\s+install\b", ln)]
+    return out
 
 
 def _output_texts(cell: dict) -> list[str]:

@@ -252,9 +252,9 @@ class DeclarativeCheck(Check):
         return False
 
     def _applies_to_target(self, e: dict[str, Any]) -> bool:
-        if "since" not in e:
+        if "since" not in e and not e.get("alias"):
             return True
-        since = _version(e["since"])
+        since = _version(e.get("since", "2.0"))
         if e.get("alias"):
             # the old spelling still works on the newest TensorFlow: the rename is advice only where the project is
             # known to run a release with the new name (pins, target-version, a notebook's printed version, or API
