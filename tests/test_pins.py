@@ -65,6 +65,9 @@ def test_tf1_styles():
     assert tf1_style("import tensorflow.compat.v1 as tf\nsess = tf.Session()\n") == "tf1-api"
     assert tf1_style("import tensorflow as tf\ntf.compat.v1.disable_v2_behavior()\n") == "tf1-api"
     assert tf1_style("import tensorflow as tf\nds = tf.data.Dataset.range(3)\n") is None
+    # eager mode switched on by hand: TF 1.x (TF 2 has it only as tf.compat.v1.enable_eager_execution)
+    assert tf1_style("import tensorflow as tf\ntf.enable_eager_execution()\n") == "tf1-runtime"
+    assert tf1_style("import tensorflow as tf\ntf.compat.v1.enable_eager_execution()\n") is None  # a no-op on TF 2
 
 
 KERAS2_CODE = "import tensorflow as tf\nopt = tf.keras.optimizers.legacy.Adam(1e-3)\n"

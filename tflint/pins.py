@@ -453,7 +453,7 @@ _COMPAT_V1 = (re.compile(r"tensorflow\.compat\.v1\b"), re.compile(r"from\s+tenso
 _TF1_ONLY = re.compile(
     r"tf\.(?:(?:Session|InteractiveSession|placeholder|"
     r"global_variables_initializer|variable_scope|get_variable|get_default_graph|to_float|to_int32|random_normal|"
-    r"truncated_normal|train\.\w*Optimizer)\(|layers\.\w+\()"
+    r"truncated_normal|train\.\w*Optimizer|enable_eager_execution)\(|layers\.\w+\()"
 )  # searched with `_at_word_start` (a leading `\b` would make the search try every position of the text)
 # Modules of Keras 2 that Keras 3 removed: a file importing them runs Keras 2 (standalone or tf.keras), whatever
 # the project pins (or fails to pin)
