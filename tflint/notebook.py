@@ -273,18 +273,7 @@ def _first_line_dedent(lines: list[str]) -> tuple[list[str], list[str]]:
             m = _LEADING_WS.match(ln)
             margin = m.group(0) if m else ""
             break
-    out, prefixes = [], []
-    for ln in lines:
-        if _WS_ONLY.fullmatch(ln):
-            out.append("")
-            prefixes.append(ln)
-        elif ln and margin and ln.startswith(margin):
-            out.append(ln[len(margin):])
-            prefixes.append(margin)
-        else:
-            out.append(ln)
-            prefixes.append("")
-    return out, prefixes
+    return _remove_margin(lines, margin)
 
 
 def _dedent(lines: list[str]) -> tuple[list[str], list[str]]:
@@ -302,13 +291,18 @@ def _dedent(lines: list[str]) -> tuple[list[str], list[str]]:
             while k < min(len(margin), len(indent)) and margin[k] == indent[k]:
                 k += 1
             margin = margin[:k]
-    margin = margin or ""
+    return _remove_margin(lines, margin or "")
+
+
+def _remove_margin(lines: list[str], margin: str) -> tuple[list[str], list[str]]:
+    """Each line without `margin` where it starts with it (every non-blank line, for a common margin), blank lines
+    emptied; with the prefix removed from each line."""
     out, prefixes = [], []
     for ln in lines:
         if _WS_ONLY.fullmatch(ln):
             out.append("")
             prefixes.append(ln)
-        elif ln and margin:
+        elif ln and margin and ln.startswith(margin):
             out.append(ln[len(margin):])
             prefixes.append(margin)
         else:
