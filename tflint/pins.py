@@ -402,11 +402,10 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
                 break
     if "tensorflow" not in seen:  # a cell that installs its TensorFlow (`!pip install -q tensorflow==2.3`, tf-nightly)
         installs = pip_installs("\n".join(_pip_lines(cells if isinstance(cells, list) else [])))
-        found = pins_of_text([("notebook pip install", installs)]) if installs else None
-        if found is not None and found.tensorflow is not None:
+        tf = [f"{name}{spec}" for name, spec in requirements(installs) if name in TF_PACKAGES and spec]
+        if tf:  # (tf-nightly became a `>=` spec)
             seen.add("tensorflow")
-            texts.append(("notebook pip install", "\n".join(
-                ln for ln in installs.splitlines() if re.match(r"(tensorflow|tf-nightly)", ln))))
+            texts.append(("notebook pip install", "\n".join(tf)))
     if image and "tensorflow" not in seen:  # saved on a Google Cloud notebook image (`tf22-cpu.2-2`), and no
         # printed version says otherwise (a version printed is what ran; the image may have been swapped since)
         texts.append(("notebook environment", f"tensorflow=={image.group(1)}.{image.group(2)}"))

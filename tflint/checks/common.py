@@ -196,8 +196,8 @@ def optimization_disabled(text: str, name: str, sem: Optional[Semantics] = None)
     if name not in known:
         found = re.search(rf"\b(?:{name}|apply_default_optimizations)\s*=\s*False\b", text) is not None
         if found and sem is not None:
-            found = any(not _dead_branch(sem, a) for a in sem.index.nodes(cst.Assign)
-                        if _switches_off(a, name))
+            found = any(_switches_off(a, name) and not switched_off(sem, a, negated=True)
+                        for a in sem.index.nodes(cst.Assign))
         known[name] = found
     return known[name]
 
@@ -206,30 +206,6 @@ def _switches_off(a: cst.Assign, name: str) -> bool:
     return (isinstance(a.value, cst.Name) and a.value.value == "False" and len(a.targets) == 1
             and isinstance(a.targets[0].target, cst.Attribute)
             and a.targets[0].target.attr.value in (name, "apply_default_optimizations"))
-
-
-def _dead_branch(sem: Semantics, node: cst.CSTNode) -> bool:
-    """`node` is in the body of an `if` whose test a module-level constant decides to be false (`if not FLAG:` with
-    `FLAG = True`, `if FLAG:` with `FLAG = False`)."""
-    child = node
-    for a in sem.index.ancestors(node):
-        if isinstance(a, cst.If) and child is a.body:
-            test, negated = a.test, False
-            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-                test, negated = test.expression, True
-            if isinstance(test, cst.Name):
-                b = sem.index.lookup(test.value, test)
-                value = literal_value(b.value) if b is not None and b.kind == "assign" and b.value is not None else None
-                if isinstance(value, bool) and value == negated and _single_binding(sem, test):
-                    return True
-        child = a
-    return False
-
-
-def _single_binding(sem: Semantics, name: cst.Name) -> bool:
-    """The module binds the name once (a flag set once, not a variable the code changes)."""
-    scope = sem.index.scopes.get(id(sem.index.module))
-    return scope is not None and len(scope.bindings.get(name.value, ())) == 1
 
 
 _DISABLED: list = [None, {}]  # [the last file text asked about, name -> answer]
@@ -471,20 +447,24 @@ def is_work_call(sem: Semantics, call: cst.Call, depth: int = 2) -> bool:
     return False
 
 
-def switched_off(sem: Semantics, node: cst.CSTNode) -> bool:
+def switched_off(sem: Semantics, node: cst.CSTNode, negated: bool = False) -> bool:
     """The node is in the body of an `if flag:` whose `flag` is a name every binding of which, in its scope, is the
     literal False (`eager = False` at the top of a training script, then `if eager: ...`): that branch runs only
-    after the user edits the script, the shipped configuration never takes it."""
+    after the user edits the script, the shipped configuration never takes it. With `negated`, also the body of
+    `if not flag:` whose every binding is the literal True (`if not ENABLE_DATA_OPTIMIZATIONS:`)."""
     prev = node
     for anc in sem.index.ancestors(node):
-        if isinstance(anc, cst.If) and prev is anc.body and isinstance(anc.test, cst.Name):
-            name = anc.test.value
-            b = sem.index.lookup(name, anc.test)
-            scope = sem.index.scopes.get(id(b.scope)) if b is not None and b.scope is not None else None
-            bindings = scope.bindings.get(name, ()) if scope is not None else ()
-            if bindings and all(x.kind == "assign" and x.value is not None and literal_value(x.value) is False
-                                for x in bindings):
-                return True
+        if isinstance(anc, cst.If) and prev is anc.body:
+            test, value = anc.test, False
+            if negated and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, value = test.expression, True
+            if isinstance(test, cst.Name):
+                b = sem.index.lookup(test.value, test)
+                scope = sem.index.scopes.get(id(b.scope)) if b is not None and b.scope is not None else None
+                bindings = scope.bindings.get(test.value, ()) if scope is not None else ()
+                if bindings and all(x.kind == "assign" and x.value is not None and literal_value(x.value) is value
+                                    for x in bindings):
+                    return True
         prev = anc
     return False
 

@@ -66,8 +66,7 @@ class DeprecatedDataApi(DeclarativeCheck):
                 # the iterator is how graph-mode code reads a dataset: nothing to do until the code is migrated
                 # (3 of 3 such findings judged not worth acting on in the real-code ledger)
                 return
-            else:
-                e = {**e, "fix-note": ITER_NOTE}
+            e = {**e, "fix-note": ITER_NOTE}
         super()._report_call(call, e, what)
 
     def _graph_mode(self, node: cst.CSTNode) -> bool:

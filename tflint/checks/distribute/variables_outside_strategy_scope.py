@@ -9,7 +9,7 @@ from ...notebook import MARKER
 from ..base import Check
 from ..common import nodes_under
 from ..keras.models import model_constructor
-from .strategy import in_strategy_scope, is_strategy_constructor
+from .strategy import in_strategy_scope, is_strategy_constructor, scope_blocks
 
 VARIABLES = frozenset({"tensorflow.Variable"})
 
@@ -143,8 +143,7 @@ class VariablesOutsideStrategyScope(Check):
         child = node
         for a in self.index.ancestors(node):
             if isinstance(a, cst.If) and child is not a.body and child is not a.test:
-                if any(isinstance(w, cst.With) and any(_scope_call(i.item) for i in w.items)
-                       for w in nodes_under(a.body, cst.With)):
+                if any(self.index.contains(a.body, w) for w in scope_blocks(self.sem)):
                     return True
             child = a
         return False
@@ -180,7 +179,3 @@ def _literal_key(sub: cst.Subscript) -> Optional[str]:
             return v.evaluated_value
     return None
 
-
-
-def _scope_call(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "scope"
