@@ -125,3 +125,54 @@ def test_a_keras_model_class_of_another_module_is_a_model(project):
     assert ("serve.py", 9, "TFL301") in found  # `Net` subclasses keras.Model in pkg/net.py
     assert not any(name == "serve.py" and row == 10 for name, row, _ in found)  # `Block` is a layer
     assert ("serve.py", 9, "TFL301") not in _findings([project / "serve.py"])
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+_PRODUCER = """import tensorflow as tf
+
+
+def load_dataset(files):
+    ds = tf.data.TFRecordDataset(files).map(tf.io.decode_jpeg, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.shuffle(100).batch(32)
+"""
+_LOOP = """import tensorflow as tf
+from data import load_dataset
+
+
+def main(model, optimizer):
+    train_data = load_dataset(["a"]){steps}
+    for epoch in range(3):
+        for step, x in enumerate(train_data):
+            with tf.GradientTape() as tape:
+                loss = model(x)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
+@pytest.mark.parametrize("steps, reported", [
+    ("", True),  # trained on as returned: the producer's last step is where the prefetch goes
+    (".prefetch(2)", False),  # the consumer prefetches it itself
+    (".take(5)", False),  # a step added by the consumer: the producer's end is not the pipeline's end
+])
+def test_a_dataset_another_module_trains_on_is_consumed(tmp_path, steps, reported):
+    root = _write(tmp_path, {"requirements.txt": "tensorflow==2.4.*\n", "data.py": _PRODUCER,
+                             "train.py": _LOOP.format(steps=steps)})
+    found = _findings([root])
+    assert (("data.py", 6, "TFL102") in found) is reported
+    run, _ = check_paths([str(root / "data.py")], default_settings())
+    assert not any(f.code == "TFL102" for f in run.findings)  # alone, data.py knows nothing of its consumers
+
+
+def test_training_in_another_module_is_named_in_the_message(tmp_path):
+    root = _write(tmp_path, {"requirements.txt": "tensorflow==2.4.*\n", "data.py": _PRODUCER,
+                             "train.py": _LOOP.format(steps="")})
+    run, _ = check_paths([str(root)], default_settings())
+    (f,) = [f for f in run.findings if f.code == "TFL102"]
+    assert "training in train.py" in f.message

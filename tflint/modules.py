@@ -30,6 +30,7 @@ class ProjectFacts:
             self._top = ""
         self._files: dict[tuple[str, tuple[str, ...], int], Optional[str]] = {}
         self._callers: Optional[dict[tuple[str, str], list[tuple[str, dict]]]] = None
+        self._trainers: Optional[dict[tuple[str, str], str]] = None
         self._resolved: dict[tuple[str, str], Optional[tuple[str, str]]] = {}
 
     @classmethod
@@ -69,6 +70,8 @@ class ProjectFacts:
                 if self._dataset(caller, o, 0) is None:
                     return "other"
             return "dataset"
+        if kind == "t":
+            return self.trainers().get((path, rest))
         return None
 
     def changed(self, path: str, queries: dict[str, str]) -> bool:
@@ -169,3 +172,18 @@ class ProjectFacts:
                         out[r].append((path, site))
             self._callers = dict(out)
         return self._callers
+
+    def trainers(self) -> dict[tuple[str, str], str]:
+        """(file, function) -> "train.py", the first other file that trains on the function's dataset as it
+        is returned (its summary's `trains`: `fit(make())`, `for x in enumerate(ds)` with `ds = data.make()`)."""
+        if self._trainers is None:
+            out: dict[tuple[str, str], str] = {}
+            for path, s in sorted(self.summaries.items()):
+                for t in s.get("trains", ()):
+                    if t.get("methods"):
+                        continue  # steps added by the consumer: the producer's end is not the pipeline's end
+                    r = self.resolve(path, t["via"])
+                    if r is not None and r[0] != path:
+                        out.setdefault(r, os.path.basename(path))
+            self._trainers = out
+        return self._trainers

@@ -306,6 +306,23 @@ def _bound(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> Optional
     return None
 
 
+# calls that iterate what they are given (`for i, x in enumerate(ds)`, `for x in tqdm(ds)`, `for a, b in zip(d1, d2)`)
+ITER_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm",
+                           "tqdm.std.tqdm"})
+
+
+def iterated_values(sem, expr: cst.BaseExpression, depth: int = 0) -> list:
+    """The values a `for` loop over `expr` iterates: `expr` itself, or the positional arguments of `enumerate`,
+    `zip` and `tqdm` around it (nested up to three levels)."""
+    if depth < 3 and isinstance(expr, cst.Call) and sem.call_name(expr) in ITER_WRAPPERS:
+        out = []
+        for a in expr.args:
+            if a.keyword is None and not a.star:
+                out.extend(iterated_values(sem, a.value, depth + 1))
+        return out
+    return [expr]
+
+
 def is_small_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
     bound = loop_bound(sem, loop)
     return bound is not None and bound <= SMALL_LOOP

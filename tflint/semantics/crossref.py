@@ -15,6 +15,7 @@ Questions (keys of the record):
     g:<function>        whether another module calls this file's module-level <function> from graph code
     m:<name>            whether the project class a call names is a Keras "model" or "layer" subclass
     p:<function>:<pos>:<param>   what calls from other modules pass there: "dataset" (every one), "other", None
+    t:<function>        where another module trains on the dataset this file's module-level <function> returns
 """
 from __future__ import annotations
 
@@ -66,3 +67,8 @@ class ProjectView:
         other module calls it, True when every such call passes a dataset, False otherwise."""
         answer = self._ask(f"p:{function}:{'' if position is None else position}:{param}")
         return None if answer is None else answer == "dataset"
+
+    def trained_elsewhere(self, function: str) -> Optional[str]:
+        """Which other module ("train.py") trains on what this file's module-level `function` returns, as it
+        is returned (no dataset step added there); None when no module is known to."""
+        return self._ask(f"t:{function}")

@@ -5,7 +5,8 @@ project facts), so the cache can keep it beside the file's findings.
      "functions": {name: {"dataset": ORIGIN, "graph": "decorated" | "wrapped"}},   # only functions with a fact
      "classes": {name: "model" | "layer"},                                          # Keras subclasses
      "imports": {local name: "pkg.mod.name" or ".mod.name"},                        # re-exports (`__init__.py`)
-     "calls": [{"target": "data.make", "args": {"0": ORIGIN | None, "ds": ...}, "graph": true, "star": true}]}
+     "calls": [{"target": "data.make", "args": {"0": ORIGIN | None, "ds": ...}, "graph": true, "star": true}],
+     "trains": [{"via": "data.make", "methods": [...]}]}                            # training on such a dataset
 
 ORIGIN is where a value comes from when it is a dataset: {"kind": source kind, "methods": [...]} for a pipeline
 traced in this file, {"via": "data.make", "methods": [...]} for one that starts at a call of another project
@@ -88,7 +89,23 @@ def summarize(sem) -> dict:
         if sem.functions.tf_function_of(call) is not None:
             site["graph"] = True
         calls.append(site)
-    return {"defs": sorted(defs), "functions": functions, "imports": imports, "calls": calls, "classes": classes}
+    out = {"defs": sorted(defs), "functions": functions, "imports": imports, "calls": calls, "classes": classes}
+    trains = _trains(sem)
+    if trains:
+        out["trains"] = trains
+    return out
+
+
+def _trains(sem) -> list[dict]:
+    """Where this file trains on a dataset another project module returns: {"via", "methods"}."""
+    from ..checks.data.dataset_without_prefetch import training_reads  # the checks import this package
+
+    out = []
+    for expr, _ in training_reads(sem):
+        o = origin(sem, expr)
+        if o is not None and "via" in o:
+            out.append({"via": o["via"], "methods": o["methods"]})
+    return out
 
 
 def _is_model_class(sem, cls: cst.ClassDef, depth: int = 0) -> bool:

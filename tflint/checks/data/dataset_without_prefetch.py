@@ -11,7 +11,7 @@ from ...semantics import NOT_LITERAL, Pipeline, get_arg, literal_value
 from ..base import Check
 from .chain import cheap_function, mapped_fn
 from ..common import (
-    INJECT_PREFETCH_SINCE, autotune, is_small_loop, is_work_call, loop_does_work, method_call, optimization_disabled,
+    INJECT_PREFETCH_SINCE, autotune, is_small_loop, is_work_call, iterated_values, loop_does_work, method_call, optimization_disabled,
 )
 
 # Training consumes the pipeline epoch after epoch; `evaluate`/`predict` and `fit(validation_data=...)` read a
@@ -156,66 +156,24 @@ class DatasetWithoutPrefetch(Check):
             applicability=Applicability.SAFE,
         )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute):
-            m = func.attr.value
-            if m in CONSUMER_METHODS:
-                kw, pos = CONSUMER_METHODS[m]
-                arg = get_arg(node, kw, pos)
-                if arg is not None:
-                    self._consider(arg.value, f"`{m}`")
-                return
-            if m in DISTRIBUTE:
-                arg = get_arg(node, "dataset", 0)
-                if arg is not None:
-                    self._consider(arg.value, f"`{m}`")
-                return
-            if m == "distribute_datasets_from_function":
-                arg = get_arg(node, "dataset_fn", 0)
+    def visit_Module(self, node: cst.Module) -> None:
+        for expr, consumer in training_reads(self.sem):
+            self._consider(expr, consumer)
+        for call in self.index.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "distribute_datasets_from_function":
+                arg = get_arg(call, "dataset_fn", 0)
                 fn = self.functions.resolve_callable(arg.value) if arg is not None else None
                 if fn is not None:
                     self._returns_of(fn, "`distribute_datasets_from_function`")
-                return
-        q = self.sem.call_name(node)
-        if q == "builtins.iter" and node.args and self._iterator_feeds_work(node):
-            self._consider(node.args[0].value, "`iter()`")
-
-    def visit_For(self, node: cst.For) -> None:
-        # a loop that only looks at a few elements (`for x in ds.take(1): print(x)`) or does no training work on
-        # them has nothing to overlap: only a loop that trains, evaluates or predicts counts as consuming
-        if is_small_loop(self.sem, node) or not loop_does_work(self.sem, node):
-            return
-        self._consider(node.iter, "a `for` loop")
-
-    def _iterator_feeds_work(self, call: cst.Call) -> bool:
-        """`iter(ds)` whose iterator is passed to a step function or read by `next()` inside a loop that trains
-        (`next(iter(ds))` on its own is a peek at one element)."""
-        parent = self.index.parent(call)
-        stmt = self.index.statement_of(call)
-        target = None
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-            target = parent.targets[0].target.value
-        if target is None:
-            return False
-        owner = self.functions.owner(call)
-        after = self.index.order_of(stmt) + 1
-        for use in self.index.nodes_between(cst.Call, after, len(self.index.stmt_order) + 1):
-            if self.functions.owner(use) is not owner:
-                continue
-            if not any(isinstance(a.value, cst.Name) and a.value.value == target for a in use.args):
-                continue
-            if self.sem.call_name(use) == "builtins.next":
-                loops = self.index.enclosing_loops(use)
-                if loops and not is_small_loop(self.sem, loops[0]) and loop_does_work(self.sem, loops[0]):
-                    return True
-            elif is_work_call(self.sem, use):
-                return True
-        return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if INPUT_FN_NAME.search(node.name.value) and not self._prefetched_by_caller(node):
             self._returns_of(node, f"its caller (returned from `{node.name.value}`)")
+        elif self.index.parent(node) is self.index.module:
+            # another module of the project trains on what this function returns, as it is (no step added there)
+            where = self.sem.project.trained_elsewhere(node.name.value)
+            if where:
+                self._returns_of(node, f"training in {where}")
 
     def _returns_of(self, fn, consumer: str) -> None:
         if isinstance(fn, cst.Lambda):
@@ -234,3 +192,61 @@ class DatasetWithoutPrefetch(Check):
                 if isinstance(parent, cst.Attribute):
                     return True  # chained on directly: `input_fn().prefetch(...)` or other use the caller owns
         return False
+
+
+def training_reads(sem) -> list[tuple[cst.BaseExpression, str]]:
+    """The expressions whose dataset this file trains on, each with how: passed to `fit`, distributed, iterated by
+    a `for` loop that does training work (through `enumerate`, `tqdm`, `zip`), or read with `next()` from an
+    `iter()` that feeds such work. Also what other modules of the project learn from a file's summary."""
+    out: list[tuple[cst.BaseExpression, str]] = []
+    for node in sem.index.nodes(cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            m = func.attr.value
+            if m in CONSUMER_METHODS:
+                kw, pos = CONSUMER_METHODS[m]
+                arg = get_arg(node, kw, pos)
+                if arg is not None:
+                    out.append((arg.value, f"`{m}`"))
+            elif m in DISTRIBUTE:
+                arg = get_arg(node, "dataset", 0)
+                if arg is not None:
+                    out.append((arg.value, f"`{m}`"))
+            continue
+        if sem.call_name(node) == "builtins.iter" and node.args and _iterator_feeds_work(sem, node):
+            out.append((node.args[0].value, "`iter()`"))
+    for loop in sem.index.nodes(cst.For):
+        # a loop that only looks at a few elements (`for x in ds.take(1): print(x)`) or does no training work on
+        # them has nothing to overlap: only a loop that trains, evaluates or predicts counts as consuming
+        if is_small_loop(sem, loop) or not loop_does_work(sem, loop):
+            continue
+        for value in iterated_values(sem, loop.iter):  # `enumerate(ds)`, `tqdm(ds)`, `zip(ds_a, ds_b)`
+            out.append((value, "a `for` loop"))
+    return out
+
+
+def _iterator_feeds_work(sem, call: cst.Call) -> bool:
+    """`iter(ds)` whose iterator is passed to a step function or read by `next()` inside a loop that trains
+    (`next(iter(ds))` on its own is a peek at one element)."""
+    index = sem.index
+    parent = index.parent(call)
+    stmt = index.statement_of(call)
+    target = None
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        target = parent.targets[0].target.value
+    if target is None:
+        return False
+    owner = sem.functions.owner(call)
+    after = index.order_of(stmt) + 1
+    for use in index.nodes_between(cst.Call, after, len(index.stmt_order) + 1):
+        if sem.functions.owner(use) is not owner:
+            continue
+        if not any(isinstance(a.value, cst.Name) and a.value.value == target for a in use.args):
+            continue
+        if sem.call_name(use) == "builtins.next":
+            loops = index.enclosing_loops(use)
+            if loops and not is_small_loop(sem, loops[0]) and loop_does_work(sem, loops[0]):
+                return True
+        elif is_work_call(sem, use):
+            return True
+    return False

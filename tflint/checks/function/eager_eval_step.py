@@ -15,11 +15,10 @@ from typing import Optional
 import libcst as cst
 
 from ..base import Check
-from ..common import is_small_loop, nodes_under
+from ..common import is_small_loop, iterated_values, nodes_under
 from ..keras.models import is_model_value, origin_call
 
 TRAINING_METHODS = frozenset({"apply_gradients", "minimize", "gradient", "fit", "train_on_batch"})
-ITER_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 
 
 class EagerEvalStep(Check):
@@ -57,12 +56,8 @@ class EagerEvalStep(Check):
             return
 
     # -- matching -------------------------------------------------------------------------------------------
-    def _iterates_dataset(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        if depth > 2:
-            return False
-        if isinstance(expr, cst.Call) and self.sem.call_name(expr) in ITER_WRAPPERS:
-            return any(self._iterates_dataset(a.value, depth + 1) for a in expr.args if a.keyword is None)
-        return self.datasets.is_dataset(expr)
+    def _iterates_dataset(self, expr: cst.BaseExpression) -> bool:
+        return any(self.datasets.is_dataset(v) for v in iterated_values(self.sem, expr))
 
     def _trains(self, calls: list[cst.Call]) -> bool:
         for c in calls:
