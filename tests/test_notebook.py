@@ -451,3 +451,17 @@ def test_a_future_import_after_a_magic_is_valid_ipython():
     assert codes == {"TFL101"}
     broken = cell.replace("import tensorflow as tf", "import tensorflow as")
     assert {f.code for f in findings(nb_json(broken), select=("TFL001",))} == {"TFL001"}
+
+
+@pytest.mark.parametrize("outputs, reported", [
+    ([], True),  # never ran: the cell is what it says
+    ([{"output_type": "stream", "name": "stdout", "text": ["-rw-r--r-- 1 root root 18M b0.h5\n"]}], False),
+    ([{"output_type": "execute_result", "data": {"text/plain": ["1"]}, "metadata": {}, "execution_count": 3}], False),
+    ([{"output_type": "error", "ename": "SyntaxError", "evalue": "invalid syntax", "traceback": []}], True),
+    ([{"output_type": "stream", "name": "stderr", "text": ["warning\n"]}], True),  # stderr alone proves nothing
+])
+def test_a_cell_whose_saved_outputs_show_it_ran_is_not_a_syntax_error(outputs, reported):
+    data = json.loads(nb_json("import tensorflow as tf\n", "# Check the footprint\nls -lh b0.h5\n"))
+    data["cells"][1]["outputs"] = outputs
+    fs = findings(json.dumps(data), select=("TFL001",))
+    assert bool(fs) is reported

@@ -53,6 +53,10 @@ def test_python2_message_decides():
     (["    encoder = label_encoder.None"], 1),
     (["### START CODE HERE", "", "# Instantiate the tokenizer", "tok = Tokenizer()", "", "", "", "", "",
       "model.add(,)", "### END CODE HERE"], 10),
+    # a lone `?` where the reader puts a value (Machine Learning Crash Course exercises)
+    (["epochs= ?   # Replace ? with an integer."], 1),
+    (["pos = df[ ? ] # Replace the ? with a way to filter"], 1),
+    (["METRICS = [", "      tf.keras.metrics.AUC(),", "      ?  # write code here", "]"], 3),
 ])
 def test_exercise_blanks(lines, row):
     assert exercise_blank(lines, row)

@@ -157,6 +157,8 @@ class NotebookDocument(Document):
         if k is None:
             return False
         lines = self.notebook.sources[k].split("\n")
+        if _ran_cleanly(self.notebook.data["cells"][self.notebook.code_cells[k]]) if self.notebook.data else False:
+            return True  # its saved outputs show the kernel ran it: whatever it is, the kernel accepted it
         if self.notebook.colab:
             first = next((ln for ln in lines if ln.strip() and not ln.strip().startswith("#")), "")
             if first.startswith("%%"):  # at the start of its line: ` %%time` indented is another matter
@@ -166,6 +168,7 @@ class NotebookDocument(Document):
             if runs_on_ipython8(self.notebook.sources[k]):
                 return True  # Colab's IPython 7.34 dedents by the first line: ` %%time`, ` params = {` run there
         return exercise_blank(lines, e.row, e.message)
+
 
     @classmethod
     def from_cells(cls, sources: list[str], path: str) -> "NotebookDocument":
@@ -209,3 +212,17 @@ def document_type(path: str) -> type[Document]:
 
 def open_document(text: str, path: str) -> Document:
     return document_type(path)(text, path)
+
+
+def _ran_cleanly(cell) -> bool:
+    """A code cell saved with outputs of a run (text, data) and no error output: the kernel it ran on accepted its
+    syntax (Colab's shell runs `# note\nls -lh model.h5` and saves the listing; the IPython on this machine would
+    not). A cell edited after it ran could fool this; a syntax error saves an `error` output, which this refuses."""
+    if not isinstance(cell, dict):
+        return False
+    outputs = cell.get("outputs")
+    if not isinstance(outputs, list) or not outputs:
+        return False
+    return all(isinstance(o, dict) and o.get("output_type") in ("stream", "execute_result", "display_data")
+               for o in outputs) and any(isinstance(o, dict) and o.get("output_type") != "stream"
+                                          or o.get("name") == "stdout" for o in outputs)

@@ -37,10 +37,12 @@ _PY2_LINE = re.compile(
 )
 # what a template puts where the reader's code goes
 _MARKER = re.compile(r"(?i)\b(TODO|TO\s?DO|FIXME|YOUR\s+(CODE|ACTION|ANSWER|TURN)|FILL\s*(ME|IN|THIS|HERE)|"
-                     r"INSERT\b.*\bHERE|REPLACE\b.*\bHERE|COMPLETE\s+THIS|FINISH\s+THIS|WRITE\s+YOUR)")
-# `<insert ... here>`, `___`, `???`, a `??` where a value goes (`activation=??`; `name??` is IPython's help), and
+                     r"INSERT\b.*\bHERE|REPLACE\b.*\bHERE|COMPLETE\s+THIS|FINISH\s+THIS|WRITE\s+(YOUR|CODE\s+HERE))")
+# `<insert ... here>`, `___`, `???`, a `??` or a lone `?` where a value goes (`activation=??`, `epochs= ?  # Replace
+# ? with an integer`, `df[ ? ]`; `name??` and a `?` starting a line are IPython's help), and
 # `x = raise NotImplementedError()` (the reader replaces the raise)
-_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?|(?<![\w)\]}?])\?\?(?!\?)|=\s*raise\b")
+_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?|(?<![\w)\]}?])\?\?(?!\?)|=\s*raise\b"
+                          r"|(?<=[=(\[,:])\s*\?(?=\s*(?:[)\],#]|$))")
 _UNFINISHED = re.compile(r"^\s*[\w.\[\]'\", =]+=\s*$")  # `label_i =`, `preds, labels =`, `x = y =`
 # `None` where the reader's name goes (`def None():`, `None.None(...)`, `label_encoder.None`): graded-assignment
 # skeletons; and the region such a skeleton marks for the reader's code (`### START CODE HERE` ... `### END CODE
