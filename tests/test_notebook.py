@@ -465,3 +465,11 @@ def test_a_cell_whose_saved_outputs_show_it_ran_is_not_a_syntax_error(outputs, r
     data["cells"][1]["outputs"] = outputs
     fs = findings(json.dumps(data), select=("TFL001",))
     assert bool(fs) is reported
+
+
+def test_an_indented_cell_that_ran_on_an_older_ipython_is_still_reported():
+    # IPython before 8.x dedented by the first line; today's IPython refuses the cell, whatever its old outputs say
+    data = json.loads(nb_json("import tensorflow as tf\n", "    x = 1\nprint(x)\n"))
+    data["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["1\n"]}]
+    fs = findings(json.dumps(data), select=("TFL001",))
+    assert fs and "indent" in fs[0].message
