@@ -1,6 +1,7 @@
 """TFL109 sequential-tfrecord-reads: a record reader over several files with no `num_parallel_reads`."""
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -22,6 +23,46 @@ READERS = {  # qualified name -> (position of filenames, position of num_paralle
 MANY_FILES = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "tensorflow.io.matching_files",
                         "tensorflow.compat.v1.gfile.Glob", "tensorflow.gfile.Glob", "os.listdir",
                         "tensorflow.io.gfile.listdir"})
+
+GLOBS = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "tensorflow.io.matching_files",
+                   "tensorflow.compat.v1.gfile.Glob", "tensorflow.gfile.Glob"})
+_WILDCARD = re.compile(r"[*?\[]")
+_JOINS = frozenset({"os.path.join", "posixpath.join", "tensorflow.io.gfile.join", "pathlib.Path"})
+
+
+def _pattern_wildcards(sem, expr: cst.BaseExpression, depth: int) -> Optional[bool]:
+    """Whether the text of a glob pattern has a wildcard: True when a literal part of it does, False when it has
+    literal parts and none does (`"%s.%s" % (prefix, lang)`, `f"{d}/train.csv"`: the name of one file, the values
+    put into it being names too), None when nothing of it is literal (a parameter, a flag)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.SimpleString):
+        return bool(_WILDCARD.search(expr.evaluated_value if isinstance(expr.evaluated_value, str) else ""))
+    if isinstance(expr, cst.ConcatenatedString):
+        parts = [_pattern_wildcards(sem, expr.left, depth + 1), _pattern_wildcards(sem, expr.right, depth + 1)]
+        return True if True in parts else (False if False in parts else None)
+    if isinstance(expr, cst.FormattedString):
+        text = "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText))
+        return bool(_WILDCARD.search(text)) if text else None
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Modulo):
+            return _pattern_wildcards(sem, expr.left, depth + 1)
+        if isinstance(expr.operator, (cst.Add, cst.Divide)):
+            parts = [_pattern_wildcards(sem, expr.left, depth + 1), _pattern_wildcards(sem, expr.right, depth + 1)]
+            return True if True in parts else (False if False in parts else None)
+        return None
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+            return _pattern_wildcards(sem, expr.func.value, depth + 1)
+        if sem.call_name(expr) in _JOINS:
+            parts = [_pattern_wildcards(sem, a.value, depth + 1) for a in expr.args if not a.star and a.keyword is None]
+            return True if True in parts else (False if False in parts else None)
+        return None
+    if isinstance(expr, cst.Name):
+        b = sem.index.lookup(expr.value, expr)
+        if b is not None and b.kind in ("assign", "annassign") and b.value is not None and b.value is not expr:
+            return _pattern_wildcards(sem, b.value, depth + 1)
+    return None
 
 
 class SequentialTfrecordReads(Check):
@@ -101,6 +142,8 @@ class SequentialTfrecordReads(Check):
         if isinstance(expr, cst.Call):
             q = self.sem.call_name(expr)
             if q in MANY_FILES:
+                if q in GLOBS and expr.args and _pattern_wildcards(self.sem, expr.args[0].value, 0) is False:
+                    return None  # `glob("data/train.csv")`, `Glob("%s.%s" % (prefix, lang))`: one file's name
                 return f"the files of `{self.code_for(expr.func)}`"
             if q in ("builtins.sorted", "builtins.list") and expr.args:
                 return self._several(expr.args[0].value, depth + 1)
