@@ -425,6 +425,19 @@ def test_deprecated_data_names_that_still_work_need_a_known_release(tmp_path):
     assert codes("old", "tensorflow==2.3.0\n") == []  # output_signature is new in 2.4
 
 
+def test_deprecated_function_keywords_that_still_work_need_a_known_release(tmp_path):
+    """`tf.function(experimental_compile=True)` still compiles with XLA on TF 2.21; `jit_compile` is new in 2.5. An
+    unpinned project (bigbird: Colab notebooks of TF 2.3/2.4) is left alone; a pinned one gets the rename."""
+    code = "import tensorflow as tf\n\n@tf.function(experimental_compile=True)\ndef f(x):\n    return x\n"
+
+    def codes(folder, reqs):
+        return [f["code"] for f in _json(_project(tmp_path / folder, reqs, code), "--select", "TFL210", "m.py")]
+
+    assert codes("unpinned", None) == []
+    assert codes("pinned", "tensorflow>=2.6\n") == ["TFL210"]
+    assert codes("old", "tensorflow==2.4.0\n") == []
+
+
 def test_a_notebook_that_installs_its_tensorflow_runs_it(tmp_path):
     """`!pip install -q tensorflow==2.3.0` in a cell, or `!pip install tf-nightly` (the newest release or later)."""
     from tflint.pins import TODAY, notebook_versions
