@@ -453,23 +453,9 @@ def test_a_future_import_after_a_magic_is_valid_ipython():
     assert {f.code for f in findings(nb_json(broken), select=("TFL001",))} == {"TFL001"}
 
 
-@pytest.mark.parametrize("outputs, reported", [
-    ([], True),  # never ran: the cell is what it says
-    ([{"output_type": "stream", "name": "stdout", "text": ["-rw-r--r-- 1 root root 18M b0.h5\n"]}], False),
-    ([{"output_type": "execute_result", "data": {"text/plain": ["1"]}, "metadata": {}, "execution_count": 3}], False),
-    ([{"output_type": "error", "ename": "SyntaxError", "evalue": "invalid syntax", "traceback": []}], True),
-    ([{"output_type": "stream", "name": "stderr", "text": ["warning\n"]}], True),  # stderr alone proves nothing
-])
-def test_a_cell_whose_saved_outputs_show_it_ran_is_not_a_syntax_error(outputs, reported):
+def test_saved_outputs_do_not_excuse_a_cell_that_does_not_run():
+    """A cell saved with the listing of `ls` under `# Check the footprint\nls -lh b0.h5` was edited after it ran:
+    IPython (5.x as Colab ran it, and 9.x) applies automagic to one-line cells only (judged in sayakpaul/TF-2.0-Hacks)."""
     data = json.loads(nb_json("import tensorflow as tf\n", "# Check the footprint\nls -lh b0.h5\n"))
-    data["cells"][1]["outputs"] = outputs
-    fs = findings(json.dumps(data), select=("TFL001",))
-    assert bool(fs) is reported
-
-
-def test_an_indented_cell_that_ran_on_an_older_ipython_is_still_reported():
-    # IPython before 8.x dedented by the first line; today's IPython refuses the cell, whatever its old outputs say
-    data = json.loads(nb_json("import tensorflow as tf\n", "    x = 1\nprint(x)\n"))
-    data["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["1\n"]}]
-    fs = findings(json.dumps(data), select=("TFL001",))
-    assert fs and "indent" in fs[0].message
+    data["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["-rw-r--r-- 1 root 18M b0.h5\n"]}]
+    assert [f.code for f in findings(json.dumps(data), select=("TFL001",))] == ["TFL001"]

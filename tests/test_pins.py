@@ -393,6 +393,23 @@ def test_nvidia_ngc_images_stand_for_the_release_of_their_month():
     assert pip_installs("FROM nvcr.io/nvidia/merlin/merlin-tensorflow-training:22.03") == "tensorflow>=2.7,<2.9"
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("gcloud alpha compute tpus tpu-vm create n --version=v2-alpha --image-family=tf-2-3-1 \\", "tensorflow==2.3"),
+    ("--image-family=tf2-2-3-cu110", "tensorflow==2.3"),
+    ("--image-family=tf-1-15-cpu", "tensorflow==1.15"),
+    ("--image-family=tf-latest-gpu", ""),  # the newest: no release named
+    ("gcloud ai-platform jobs submit training j --runtime-version 1.15 --python-version 3.7", "tensorflow==1.15"),
+    ("ctpu up --tf-version=1.14", "tensorflow==1.14"),
+    ("gcloud compute tpus create x --version=2.4.0", "tensorflow==2.4"),
+    ("gcloud compute tpus tpu-vm create x --version=tpu-vm-tf-2.9.1", "tensorflow==2.9"),
+    ("python --version 3.7", ""),  # a version flag with no TPU on its line is not TensorFlow's
+])
+def test_google_cloud_images_and_runtimes_name_their_release(text, expected):
+    from tflint.pins import pip_installs
+
+    assert pip_installs(text) == expected
+
+
 def test_renaming_a_working_alias_needs_a_known_release(tmp_path):
     """`tf.distribute.experimental.MultiWorkerMirroredStrategy` still works on TF 2.21; its stable name exists from
     2.4. Unpinned, the project may run 2.1 (Vertex's `tf-cpu.2-1` image): no rename. Pinned, or using 2.4 API

@@ -157,10 +157,6 @@ class NotebookDocument(Document):
         if k is None:
             return False
         lines = self.notebook.sources[k].split("\n")
-        if self.notebook.data and "indent" not in e.message and _ran_cleanly(self.notebook.data["cells"][self.notebook.code_cells[k]]):
-            # its saved outputs show the kernel ran it: whatever it is, that kernel accepted it. Not for indentation:
-            # which IPython dedents a cell is known (runs_on_ipython8), and today's refuses what 2019's ran
-            return True
         if self.notebook.colab:
             first = next((ln for ln in lines if ln.strip() and not ln.strip().startswith("#")), "")
             if first.startswith("%%"):  # at the start of its line: ` %%time` indented is another matter
@@ -214,17 +210,3 @@ def document_type(path: str) -> type[Document]:
 
 def open_document(text: str, path: str) -> Document:
     return document_type(path)(text, path)
-
-
-def _ran_cleanly(cell) -> bool:
-    """A code cell saved with outputs of a run (text, data) and no error output: the kernel it ran on accepted its
-    syntax (Colab's shell runs `# note\nls -lh model.h5` and saves the listing; the IPython on this machine would
-    not). A cell edited after it ran could fool this; a syntax error saves an `error` output, which this refuses."""
-    if not isinstance(cell, dict):
-        return False
-    outputs = cell.get("outputs")
-    if not isinstance(outputs, list) or not outputs:
-        return False
-    return all(isinstance(o, dict) and o.get("output_type") in ("stream", "execute_result", "display_data")
-               for o in outputs) and any(isinstance(o, dict) and o.get("output_type") != "stream"
-                                          or o.get("name") == "stdout" for o in outputs)

@@ -191,6 +191,13 @@ RELEASE_MONTHS = {
     (2, 13): (2023, 7), (2, 14): (2023, 9), (2, 15): (2023, 11), (2, 16): (2024, 3), (2, 17): (2024, 7),
     (2, 18): (2024, 10), (2, 19): (2025, 3), (2, 20): (2025, 8), (2, 21): (2026, 3),
 }
+# Google Cloud VM images and runtimes named by their TensorFlow release: a Deep Learning VM or TPU VM image family
+# (`--image-family=tf-2-3-1`, `tf2-2-3-cu110`, `tf-1-15-cpu`), a Cloud TPU's software version (`gcloud compute tpus
+# create ... --version=2.3.1`, `ctpu up --tf-version=1.15`, `--version=tpu-vm-tf-2.9.1`) and an AI Platform
+# training runtime (`--runtime-version 1.15`: its TensorFlow release, by Google's runtime version list)
+_GCP_FAMILY = re.compile(r"--image-family[= ]+[\"']?tf2?-(?:ent-)?(\d+)-(\d+)(?![\d.])")
+_TPU_VERSION = re.compile(r"--(?:tf-)?version[= ]+[\"']?(?:tpu-vm-tf-)?(\d+)\.(\d+)(?:\.\d+)?\b")
+_RUNTIME_VERSION = re.compile(r"--runtime-version[= ]+[\"']?(\d+)\.(\d+)\b")
 _NGC_IMAGE = re.compile(r"\bnvcr\.io/nvidia/(?:tensorflow|merlin/merlin-tensorflow(?:-training)?):(\d{2})\.(\d{2})"
                         r"(?:-tf([12]))?\b")
 
@@ -216,6 +223,10 @@ def pip_installs(text: str) -> str:
     "docker image tensorflow/tensorflow:2.4.0-gpu")."""
     out = [f"tensorflow=={m.group(1)}" for m in _DOCKER_IMAGE.finditer(text)]
     out += [f"tensorflow=={m.group(1)}.{m.group(2)}" for m in _GCP_IMAGE.finditer(text)]
+    out += [f"tensorflow=={m.group(1)}.{m.group(2)}" for m in _GCP_FAMILY.finditer(text)]
+    out += [f"tensorflow=={m.group(1)}.{m.group(2)}" for m in _RUNTIME_VERSION.finditer(text)]
+    out += [f"tensorflow=={m.group(1)}.{m.group(2)}" for line in text.splitlines() if "tpu" in line.lower()
+            for m in _TPU_VERSION.finditer(line)]
     out += [r for m in _NGC_IMAGE.finditer(text)
             if (r := ngc_release(int(m.group(1)), int(m.group(2)), int(m.group(3) or 2)))]
     for line in text.replace("\\\n", " ").splitlines():
