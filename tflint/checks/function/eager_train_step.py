@@ -25,7 +25,7 @@ NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"
 # replay buffer, a step that logs `loss.numpy()`): `tf.function` cannot wrap it as written, so the claim that
 # wrapping it runs each step as one graph does not hold; unknown means silent
 NUMPY_READ = "calls `.numpy()`"
-HOST_VALUE_REASONS = ("it calls `.numpy()`", "it calls NumPy", "it converts a value to Python", "it calls `")  # helpers too
+HOST_VALUE_REASONS = ("it calls `.numpy()`", "it calls NumPy", "it converts a value to Python", "it calls `")  # passed ones too  # helpers too
 
 
 class EagerTrainStep(Check):
@@ -135,7 +135,7 @@ class EagerTrainStep(Check):
                     return f"it assigns `{self.code_for(t.target)}` (a Python side effect)"
         if not has_tf:
             return "it does no TensorFlow computation"
-        return self._host_values_in_helpers(fn)
+        return self._host_values_in_helpers(fn) or self._host_values_in_passed_functions(fn)
 
     def _host_read(self, call: cst.Call) -> Optional[str]:
         """What the call does that reads a value back to the host: `.numpy()`, or `float(t)`/`int(t)` of a tensor."""
@@ -164,6 +164,30 @@ class EagerTrainStep(Check):
                 found = self._host_values_in_helpers(target, depth - 1, seen)
                 if found:
                     return found
+        return None
+
+    def _host_values_in_passed_functions(self, fn: cst.FunctionDef) -> Optional[str]:
+        """A call site passes the step a same-file function (`_train_step(net, x, y, acc=accuracy)`) that runs NumPy
+        on its arguments or reads them back (`np.argmax(logits, 1)`): called on the step's symbolic tensors inside a
+        `tf.function`, it fails (judged false 8 times in tensorlayer's quantized-net tutorials)."""
+        for call in self.index.nodes(cst.Call):
+            if self.functions.resolve_callable(call.func) is not fn:
+                continue
+            for a in call.args:
+                if not isinstance(a.value, cst.Name):
+                    continue
+                target = self.functions.resolve_callable(a.value)
+                if not isinstance(target, cst.FunctionDef) or target is fn:
+                    continue
+                params = {p.name.value for p in (list(target.params.posonly_params) + list(target.params.params))}
+                for inner in self.functions.calls_in(target):
+                    read = self._host_read(inner)
+                    q = self.names.call_name(inner) or ""
+                    if read is None and q.startswith("numpy.") and \
+                            any(n.value in params for arg in inner.args for n in walk(arg.value, cst.Name)):
+                        read = "calls NumPy on its arguments"
+                    if read is not None:
+                        return f"it calls `{a.value.value}` (passed in at a call site), which {read}"
         return None
 
     def _retrace_risk(self, fn: cst.FunctionDef) -> Optional[str]:
