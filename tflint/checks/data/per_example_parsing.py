@@ -43,6 +43,7 @@ class PerExampleParsing(Check):
         p = dataset_call(self.sem, node, BATCHING)
         if p is None:
             return
+        later_map = False
         for s in reversed(p.steps):
             if s.method == "cache":
                 return  # parsed once, before the cache: batching the parse saves only the first epoch's time
@@ -53,7 +54,13 @@ class PerExampleParsing(Check):
             fn = mapped_fn(self.sem, s)
             parse = self._parse_call(fn)
             if parse is None:
+                later_map = True
                 continue
+            if later_map:
+                # another per-element map follows the parse before the batch (a tokenizer, an augmentation): it
+                # needs single examples, so the parse cannot simply move after the batch, and that map, not the
+                # parse, is usually the cost (judged not worth acting on in real code)
+                return
             if id(s.call) in self._seen:
                 return
             self._seen.add(id(s.call))
