@@ -90,8 +90,12 @@ class GraphGrowthInSessionLoop(Check):
             if loop not in self.index.ancestors(call) or self.functions.owner(call) is not owner:
                 continue
             q = self.sem.call_name(call)
-            if not q or not q.startswith("tensorflow.") or q.startswith(NO_OP_PREFIXES):
+            if not q or not q.startswith("tensorflow."):
                 continue
+            if q.startswith(NO_OP_PREFIXES) or ("tensorflow." + q[len("tensorflow.compat.v1."):]).startswith(NO_OP_PREFIXES):
+                continue  # `tf.io.gfile.glob` under `import tensorflow.compat.v1 as tf` too
+            if isinstance(loop, cst.For) and (call is loop.iter or loop.iter in self.index.ancestors(call)):
+                continue  # the loop's iterable is evaluated once, before the first iteration
             if any(a in growing for a in self.index.ancestors(call)):
                 continue  # `tf.reduce_mean(tf.cast(...))`: one expression, reported once
             growing.append(call)
