@@ -6,7 +6,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
 from ..base import Check, NodeEdit
-from ..common import is_small_loop, loop_does_work, order_not_required
+from ..common import is_small_loop, iterated_values, loop_does_work, order_not_required
 from .chain import dataset_call, mapped_fn, random_call, swap_adjacent, swap_through_variable
 
 # sources whose elements come in a random order (`list_files` shuffles the names by default, in every epoch)
@@ -22,10 +22,12 @@ class CacheThenTake(Check):
         if p is None or p.last.method != "cache" or p.last.call is None:
             return
         cache = p.last.call
-        loop = self.index.parent(node)
-        if isinstance(loop, cst.For) and loop.iter is node and (is_small_loop(self.sem, loop)
-                                                                 or not loop_does_work(self.sem, loop)):
-            return  # `for x in ds.take(1): print(x)`: a one-off look at the data, not a pipeline run every epoch
+        loop = next((a for a in self.index.ancestors(node) if isinstance(a, cst.For)), None)
+        if isinstance(loop, cst.For) and any(v is node for v in iterated_values(self.sem, loop.iter)) and (
+                is_small_loop(self.sem, loop) or not loop_does_work(self.sem, loop)):
+            # `for x in ds.take(1): print(x)`, `for i, (x, y) in enumerate(ds.take(25)): plt.imshow(x)`: a one-off
+            # look at the data, not a pipeline run every epoch
+            return
         message = ("`cache().take(k)`: the iterator stops before the cache is complete, so the partial cache is "
                    "discarded and every epoch reads and transforms the data again; use `take(k).cache()`")
         # Upstream randomness: `cache().take(k)` draws a new sample each epoch, `take(k).cache()` freezes one.
