@@ -124,6 +124,25 @@ class SequentialTfrecordReads(Check):
                 return True
         return False
 
+    def _grown(self, name: cst.Name, depth: int) -> Optional[str]:
+        """`files = []` then, before the reader in the same function, `files.extend(glob(p))` (files of a glob) or
+        `files.append(f)` in a loop: several files."""
+        owner = self.functions.owner(name)
+        for call in self.index.nodes(cst.Call):
+            f = call.func
+            if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == name.value
+                    and f.attr.value in ("extend", "append") and call.args) or self.functions.owner(call) is not owner:
+                continue
+            if self.index.order_of(call) > self.index.order_of(name):
+                continue
+            if f.attr.value == "extend":
+                why = self._several(call.args[0].value, depth + 1)
+                if why is not None:
+                    return why
+            elif self.index.enclosing_loops(call):
+                return "a list of files"
+        return None
+
     def _several(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
         """Why `expr` names several files, or None when that is not evident."""
         if depth > 4:
@@ -137,6 +156,8 @@ class SequentialTfrecordReads(Check):
         if isinstance(expr, cst.Name):
             b = self.index.lookup(expr.value, expr)
             if b is not None and b.kind in ("assign", "annassign") and b.value is not None:
+                if isinstance(b.value, cst.List) and not b.value.elements:
+                    return self._grown(expr, depth)
                 return self._several(b.value, depth + 1)
             return None
         if isinstance(expr, cst.Call):
