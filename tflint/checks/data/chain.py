@@ -691,3 +691,26 @@ def endless_repeat(call: cst.Call) -> bool:
         return True
     v = literal_value(call.args[0].value)
     return v is None or (isinstance(v, int) and not isinstance(v, bool) and v < 0)
+
+
+def inside_parallel_interleave(sem, node: cst.CSTNode) -> bool:
+    """`node` is built in a function that a parallel interleave calls once per input element
+    (`interleave(f, num_parallel_calls=...)`, `apply(parallel_interleave(f, cycle_length=k))`): each element's
+    dataset is produced by its own worker, so the work inside is already parallel one level up."""
+    owner = sem.functions.owner(node)
+    if owner is None:
+        return False
+    for call in sem.index.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "interleave":
+            if get_arg(call, "num_parallel_calls", 3) is None:
+                continue
+            mapped = sem.datasets.mapped_function(call)
+        elif (sem.call_name(call) or "").endswith("experimental.parallel_interleave"):
+            arg = get_arg(call, "map_func", 0)
+            mapped = arg.value if arg is not None else None
+        else:
+            continue
+        if mapped is not None and sem.functions.resolve_callable(mapped) is owner:
+            return True
+    return False

@@ -11,7 +11,9 @@ from ..common import (
     python_function_call,
 )
 from ...semantics.datasets import BATCHING_METHODS
-from .chain import cached_downstream, cheap_function, evaluation_pipeline, random_call, synthetic_source
+from .chain import (
+    cached_downstream, cheap_function, evaluation_pipeline, inside_parallel_interleave, random_call, synthetic_source,
+)
 
 
 class MapWithoutParallelCalls(Check):
@@ -37,6 +39,8 @@ class MapWithoutParallelCalls(Check):
             return  # `map(f)...cache()`: f runs once, in the first epoch (judged not worth acting on in real code)
         if inner is not None and (inner.source_batched or any(st.method in BATCHING_METHODS for st in inner.steps)):
             return  # a map over batches: one call per batch, already vectorized (judged not worth acting on)
+        if inside_parallel_interleave(self.sem, node):
+            return  # built per element of a parallel interleave: its workers already run these maps concurrently
         if simulated_latency(self.sem, fn):
             return  # `time.sleep` standing in for slow work: a benchmark demo, not a pipeline to tune
         if cheap_function(self.sem, fn):

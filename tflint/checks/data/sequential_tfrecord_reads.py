@@ -9,6 +9,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
+from .chain import inside_parallel_interleave
 from ..common import add_keyword_arg, autotune
 
 READERS = {  # qualified name -> (position of filenames, position of num_parallel_reads)
@@ -79,7 +80,7 @@ class SequentialTfrecordReads(Check):
         if files is None:
             return
         why = self._several(files.value, 0)
-        if why is None or self._inside_parallel_interleave(node):
+        if why is None or inside_parallel_interleave(self.sem, node):
             return
         if self._single_file_branch(node, files.value):
             return  # the `else:` of `if len(files) > 1:`: this reader only ever gets one file
@@ -105,23 +106,6 @@ class SequentialTfrecordReads(Check):
                 if many is not None and ((child is a.orelse and many) or (child is a.body and not many)):
                     return True
             child = a
-        return False
-
-    def _inside_parallel_interleave(self, node: cst.Call) -> bool:
-        """The reader is built in a function that a parallel `interleave` calls once per shard: the files are
-        already read in parallel one level up."""
-        owner = self.functions.owner(node)
-        if owner is None:
-            return False
-        for call in self.index.nodes(cst.Call):
-            func = call.func
-            if not isinstance(func, cst.Attribute) or func.attr.value != "interleave":
-                continue
-            if get_arg(call, "num_parallel_calls", 3) is None:
-                continue
-            mapped = self.datasets.mapped_function(call)
-            if mapped is not None and self.functions.resolve_callable(mapped) is owner:
-                return True
         return False
 
     def _grown(self, name: cst.Name, depth: int) -> Optional[str]:
