@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ...semantics.datasets import BATCHING_METHODS
 from ..base import Check
 from ..common import PYTHON_FUNCTIONS, calls_in_function, simulated_latency
 from .chain import cached_downstream
@@ -37,6 +38,9 @@ class PythonFunctionInPipeline(Check):
             return  # `py_function(lambda: time.sleep(0.001))`: a benchmark's stand-in for heavy preprocessing
         if cached_downstream(self.sem, node) is not None:
             return  # `.cache()` further down: the Python function runs in the first epoch only
+        inner = self.datasets.pipeline(func.value)
+        if inner is not None and (inner.source_batched or any(st.method in BATCHING_METHODS for st in inner.steps)):
+            return  # a map over batches: one Python call per batch, its cost spread over the batch's elements
         call, q = found
         spelled = self.code_for(call.func)
         self.report(
