@@ -707,7 +707,8 @@ def run_verify(args) -> int:
                             "fired": fired, "reason": pending_reason(t, fired)}
                            for t, fired in pending],
                "settings": {"min_pairs": bench.MIN_PAIRS, "min_trial_s": bench.MIN_TRIAL_S, "noise": bench.NOISE,
-                            "alpha": bench.ALPHA, "budget_s": budget, "pairs": args.pairs,
+                            "alpha": bench.ALPHA, "confidence": bench.CONFIDENCE,
+                            "stable_spread": bench.STABLE_SPREAD, "budget_s": budget, "pairs": args.pairs,
                             "timeout_s": args.timeout}}
         print(json.dumps(out, indent=2))
     else:
