@@ -2,6 +2,7 @@
 and one end-to-end run of a small pair (needs TensorFlow; skipped cleanly without it)."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import random
@@ -63,8 +64,27 @@ def test_a_clear_slowdown_is_slower():
 def test_a_small_consistent_gain_stays_inside_the_noise_band():
     # every pair wins, but by 5-10%: an A/A run on this machine gave medians up to 1.16, so no claim
     s = bench.summarize([1.05, 1.08, 1.1, 1.06, 1.07, 1.09])
-    assert s.p_faster < 0.05
+    assert s.wins == 6 and s.p_faster == 1.0  # all on the fix's side of 1, none beyond the band
     assert bench.verdict(s) == SAME
+
+
+def test_the_sign_test_is_against_the_edge_of_the_noise_band():
+    # an A/A dataset pair measured with the static optimizations off on a loaded 2-core machine (load 5.3): five
+    # pairs, all above 1, median 1.76. Against 1 the sign test gives p = 1/32 and the verdict was "faster"; only
+    # 4 of the 5 pairs are beyond 1.2x, so it is no evidence of a speedup
+    aa = [1.05, 1.3, 1.76, 1.89, 2.59]
+    s = bench.summarize(aa)
+    assert s.median >= bench.NOISE and s.wins == 5
+    assert s.p_faster == pytest.approx(6 / 32)
+    assert bench.verdict(s) == INCONCLUSIVE
+    # the same pairs with the outlier beyond the band are a speedup
+    assert bench.verdict(bench.summarize([1.25, 1.3, 1.76, 1.89, 2.59])) == FASTER
+    # and the mirror image for slower
+    assert bench.verdict(bench.summarize([1 / r for r in aa])) == INCONCLUSIVE
+    assert bench.verdict(bench.summarize([1 / r for r in [1.25, 1.3, 1.76, 1.89, 2.59]])) == SLOWER
+    # a true 1.5x effect with one noisy pair below the band needs more pairs, then it is faster
+    assert bench.verdict(bench.summarize([1.5, 1.45, 1.1, 1.6, 1.55])) == INCONCLUSIVE
+    assert bench.verdict(bench.summarize([1.5, 1.45, 1.1, 1.6, 1.55, 1.4, 1.52, 1.48])) == FASTER
 
 
 def test_aa_noise_like_the_measured_one_is_not_a_speedup():
@@ -87,6 +107,41 @@ def test_more_pairs_while_the_spread_is_wide():
     assert bench.enough_pairs([1.5, 1.52, 1.49, 1.51, 1.5])  # narrow
     assert not bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2])  # wide: keep going
     assert bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2] * 8)  # ... until the cap
+
+
+def test_the_median_interval_uses_order_statistics():
+    assert bench.median_interval([3.0, 1.0, 2.0, 5.0, 4.0]) == (1.0, 5.0)  # 5 pairs: min and max (94%)
+    ten = [float(i) for i in range(10)]
+    assert bench.median_interval(ten) == (1.0, 8.0)  # k=2: 97.9%; k=3 would be 89%
+    assert bench.median_interval([float(i) for i in range(20)]) == (5.0, 14.0)
+    assert bench.median_interval(ten, confidence=0.5) == (3.0, 6.0)
+    assert bench.median_interval([2.0]) == (2.0, 2.0)
+
+
+def test_pairs_stop_only_when_the_median_is_clearly_in_one_verdict_region():
+    # a clear effect stops after the minimum, whichever side of the band
+    assert bench.enough_pairs([6.1, 6.2, 5.9, 6.0, 6.1])
+    assert bench.enough_pairs([0.5, 0.52, 0.49, 0.51, 0.5])
+    # an A/A pair well inside the band stops too
+    assert bench.enough_pairs([0.98, 1.0, 0.97, 1.02, 0.99])
+    # narrow spread, but the interval crosses a threshold of the band: keep going (the A/A dataset pair that
+    # stopped at a median of 0.84 after these 6 pairs, measured on a 2-core machine)
+    aa = [0.84, 0.83, 0.9, 0.81, 1.11, 0.85]
+    assert bench.summarize(aa).spread <= bench.STABLE_SPREAD
+    assert not bench.enough_pairs(aa)
+    # ... and near the upper edge: a true ~1.2x effect gets more pairs rather than a coin-flip verdict
+    assert not bench.enough_pairs([1.18, 1.21, 1.19, 1.22, 1.2, 1.17])
+    # more pairs that settle inside the band end it
+    assert bench.enough_pairs(aa + [0.97, 1.0, 0.99, 0.96, 1.01, 0.98, 0.95, 1.02, 0.97, 0.99, 0.98, 1.0, 0.97, 0.99])
+    # wide spread keeps going even when the whole interval is beyond the band (a more precise median)
+    assert not bench.enough_pairs([60.0, 130.0, 150.0, 100.0, 280.0])
+    # the cap ends it whatever the ratios
+    assert bench.enough_pairs(aa * 7)
+
+
+def test_region_of_a_ratio():
+    assert bench.region(1.2) == FASTER and bench.region(1.0 / 1.2) == SLOWER
+    assert bench.region(1.19) == SAME and bench.region(0.84) == SAME
 
 
 def test_trials_are_sized_to_half_a_second():
@@ -518,3 +573,33 @@ def test_a_traced_function_counts_as_run_by_its_name():
     assert statement_ran(text, (6, 9), {"def:f"}) and not statement_ran(text, (6, 9), {"def:make"})
     assert not statement_ran(text, (14, 14), {"def:f"})
     assert statement_ran(text, (17, 17), set())  # module-level code ran when the module was loaded
+
+
+def test_the_repeat_benchmarks_cases_exist_and_its_aa_pairs_are_the_same_work():
+    """bench/verify_repeat.py names FILE::FACTORY cases; its A/A pairs must be verified against a `FACTORY_fixed`
+    that does the same work (a manual fix), never against a fix of tflint's that could change it."""
+    from tflint.config import Config
+
+    spec = importlib.util.spec_from_file_location("verify_repeat", ROOT / "bench" / "verify_repeat.py")
+    repeat = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(repeat)
+    reg = default_registry()
+    kinds = {"faster": 0, "aa": 0, "near 1x": 0}
+    for name, (target, ok) in repeat.CASES.items():
+        (t,) = discover(str(ROOT / target), [], reg)
+        text = t.path.read_text(encoding="utf-8")
+        variants, fired, _ = plan_variants(t, text, reg, Config())
+        assert variants, f"{name}: nothing to verify in {target}"
+        if name.startswith("aa-"):
+            kinds["aa"] += 1
+            assert ok == (SAME,)
+            assert [(v.fix, v.factory) for v in variants] == [("manual", t.factory + "_fixed")]
+            bodies = {f.name: ast.dump(ast.Module(f.body, [])) for f in ast.parse(text).body
+                      if isinstance(f, ast.FunctionDef)}
+            assert bodies[t.factory] == bodies[t.factory + "_fixed"], f"{name}: the A/A sides differ"
+        elif ok == (FASTER,):
+            kinds["faster"] += 1
+        else:
+            kinds["near 1x"] += 1
+            assert FASTER not in ok and SLOWER not in ok
+    assert kinds["faster"] >= 3 and kinds["aa"] >= 2 and kinds["near 1x"] >= 1

@@ -33,7 +33,8 @@ MAX_PAIRS = 40
 MIN_TRIAL_S = 0.5  # each trial runs the workload enough times to take at least this long
 NOISE = 1.2  # A/A medians ranged 0.89-1.16: speedups inside [1/NOISE, NOISE] cannot be told from noise
 ALPHA = 0.05  # one-sided sign test level
-STABLE_SPREAD = 0.10  # stop adding pairs once the interquartile range is within 10% of the median
+STABLE_SPREAD = 0.10  # stop adding pairs once the interquartile range is within 10% of the median ...
+CONFIDENCE = 0.90  # ... and the median's 90% confidence interval lies inside one verdict region
 DEFAULT_BUDGET_S = 24.0  # benchmarking seconds per pair, all measurements (keeps one pair within ~60 s)
 SIZING_S = 0.25  # seconds of runs after the warm-up that estimate one run's time
 MAX_ELEMENTS = 100_000  # dataset elements per run / compared for equivalence
@@ -77,10 +78,10 @@ class Summary:
     q3: float
     lo: float
     hi: float
-    wins: int
+    wins: int  # pairs where the fixed side was faster (ratio > 1) / slower (< 1): descriptive
     losses: int
-    p_faster: float
-    p_slower: float
+    p_faster: float  # one-sided sign test that the ratio exceeds NOISE (pairs above vs below 1.2x)
+    p_slower: float  # one-sided sign test that the ratio is below 1/NOISE
 
     @property
     def spread(self) -> float:
@@ -98,21 +99,28 @@ def ratios_of(pairs: list[tuple[float, float]]) -> list[float]:
     return [a / b for a, b in pairs if a > 0 and b > 0]
 
 
-def summarize(ratios: list[float]) -> Optional[Summary]:
+def summarize(ratios: list[float], noise: float = NOISE) -> Optional[Summary]:
+    """The pairs' ratios summarized. The sign tests are against the edges of the noise band, not against 1: with
+    noise that reaches ±50% per pair, five pairs that all favour one side by chance (p = 1/32 against 1) were an
+    A/A pair measured "1.76x faster"; a claim needs the pairs beyond the band, not only on one side of 1."""
     if not ratios:
         return None
-    wins = sum(1 for r in ratios if r > 1.0)
-    losses = sum(1 for r in ratios if r < 1.0)
+    above = sum(1 for r in ratios if r > noise)
+    below = sum(1 for r in ratios if r < noise)
+    under = sum(1 for r in ratios if r < 1.0 / noise)
+    over = sum(1 for r in ratios if r > 1.0 / noise)
     return Summary(
         n=len(ratios), median=median(ratios), q1=percentile(ratios, 25), q3=percentile(ratios, 75),
-        lo=min(ratios), hi=max(ratios), wins=wins, losses=losses,
-        p_faster=sign_test(wins, losses), p_slower=sign_test(losses, wins),
+        lo=min(ratios), hi=max(ratios), wins=sum(1 for r in ratios if r > 1.0),
+        losses=sum(1 for r in ratios if r < 1.0),
+        p_faster=sign_test(above, below), p_slower=sign_test(under, over),
     )
 
 
 def verdict(s: Optional[Summary], noise: float = NOISE, alpha: float = ALPHA, min_pairs: int = MIN_PAIRS) -> str:
-    """`faster` / `slower` only when the median is beyond the noise band AND the sign test agrees; `no difference`
-    when the median and both quartiles sit inside the noise band; otherwise `inconclusive`."""
+    """`faster` / `slower` only when the median is beyond the noise band AND the sign test says the pairs are
+    beyond it too (p < alpha that the ratio exceeds `noise`, or is below 1/`noise`); `no difference` when the
+    median and both quartiles sit inside the noise band; otherwise `inconclusive`."""
     if s is None or s.n < min_pairs:
         return INCONCLUSIVE
     if s.median >= noise and s.p_faster < alpha:
@@ -124,15 +132,43 @@ def verdict(s: Optional[Summary], noise: float = NOISE, alpha: float = ALPHA, mi
     return INCONCLUSIVE
 
 
+def median_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A distribution-free confidence interval for the median ratio: the order statistics (r_(k), r_(n+1-k)) with
+    the largest k whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is still at least `confidence` (with 5 pairs:
+    the smallest and the largest ratio, 94%)."""
+    s = sorted(ratios)
+    n = len(s)
+    if n == 0:
+        raise ValueError("median interval of no values")
+    k, below = 1, 0.0  # below: P(Bin(n, 1/2) < k)
+    while k < (n + 1) // 2:
+        nxt = below + math.comb(n, k) / 2.0**n  # P(Bin < k + 1)
+        if 1.0 - 2.0 * nxt < confidence:
+            break
+        k, below = k + 1, nxt
+    return s[k - 1], s[n - k]
+
+
+def region(ratio: float, noise: float = NOISE) -> str:
+    """The verdict a median at `ratio` would point to: beyond the noise band either way, or inside it."""
+    return FASTER if ratio >= noise else SLOWER if ratio <= 1.0 / noise else SAME
+
+
 def enough_pairs(ratios: list[float], min_pairs: int = MIN_PAIRS, stable: float = STABLE_SPREAD,
-                 max_pairs: int = MAX_PAIRS) -> bool:
-    """Stop adding pairs once there are at least `min_pairs` and the spread is narrow (or `max_pairs` is hit)."""
+                 max_pairs: int = MAX_PAIRS, noise: float = NOISE, confidence: float = CONFIDENCE) -> bool:
+    """Stop adding pairs once there are at least `min_pairs`, the spread is narrow and the median's confidence
+    interval lies inside one verdict region (at or above `noise`, at or below 1/`noise`, or between); or once
+    `max_pairs` is hit. A few pairs that happen to agree with each other near a threshold of the noise band are
+    not enough: that is how an A/A pair could stop at a median of 0.84 after 6 pairs."""
     if len(ratios) >= max_pairs:
         return True
     if len(ratios) < min_pairs:
         return False
-    s = summarize(ratios)
-    return s is not None and s.spread <= stable
+    s = summarize(ratios, noise)
+    if s is None or s.spread > stable:
+        return False
+    lo, hi = median_interval(ratios, confidence)
+    return region(lo, noise) == region(hi, noise)
 
 
 def runs_for(run_time: float, min_trial: float = MIN_TRIAL_S, cap: int = 100_000) -> int:

@@ -634,8 +634,8 @@ def render_table(results: list[VariantResult], pending: list[tuple[Target, list[
             notes.append(f"{where}: {r.note}")
         m = r.primary
         if m is not None and m.stopped == "budget" and m.verdict == bench.INCONCLUSIVE:
-            notes.append(f"{where}: the time budget ended after {len(m.pairs)} pairs, before the spread settled "
-                         f"(--budget or --pairs for more)")
+            notes.append(f"{where}: the time budget ended after {len(m.pairs)} pairs, before the spread and the median "
+                         f"settled (--budget or --pairs for more)")
     for t, fired in pending:
         notes.append(f"{t.path.name}::{t.factory}: {pending_reason(t, fired)}")
     dev = next((r.device for r in results if r.device), None)
@@ -648,8 +648,9 @@ def render_table(results: list[VariantResult], pending: list[tuple[Target, list[
             head.append(f"Warning: the machine was busy (1-minute load average up to {busiest:.1f} on {cores} cores): "
                         "other processes make these timings noisier")
     head.append(f"A/B interleaved; trials >= {bench.MIN_TRIAL_S:g} s; speedup = before/after wall time per run "
-                f"(median, interquartile range); verdict needs >= {bench.MIN_PAIRS} pairs, a one-sided sign test "
-                f"p < {bench.ALPHA:g} and a median beyond the noise band {1 / bench.NOISE:.2f}-{bench.NOISE:.2f}x")
+                f"(median, interquartile range); verdict needs >= {bench.MIN_PAIRS} pairs, a median beyond the noise "
+                f"band {1 / bench.NOISE:.2f}-{bench.NOISE:.2f}x and a one-sided sign test p < {bench.ALPHA:g} that the "
+                "pairs are beyond it too")
     return "\n".join(head + [""] + lines + ([""] + notes if notes else [])) + "\n"
 
 
@@ -706,7 +707,8 @@ def run_verify(args) -> int:
                             "fired": fired, "reason": pending_reason(t, fired)}
                            for t, fired in pending],
                "settings": {"min_pairs": bench.MIN_PAIRS, "min_trial_s": bench.MIN_TRIAL_S, "noise": bench.NOISE,
-                            "alpha": bench.ALPHA, "budget_s": budget, "pairs": args.pairs,
+                            "alpha": bench.ALPHA, "confidence": bench.CONFIDENCE,
+                            "stable_spread": bench.STABLE_SPREAD, "budget_s": budget, "pairs": args.pairs,
                             "timeout_s": args.timeout}}
         print(json.dumps(out, indent=2))
     else:
