@@ -47,15 +47,17 @@ class PredictInLoop(Check):
         model = self.code_for(func.value)
         where = "inside a loop" if via is None else f"in a function called in a loop (`{self.code_for(via.func)}(...)`)"
         message = (f"`{model}.predict()` {where}: every call builds a data adapter and runs a predict loop for "
-                   f"one input; for a single batch, `{model}(x, training=False)` skips that overhead")
+                   f"one input (about 40 ms per call on TF 2.21); for a single batch, `{model}.predict_on_batch(x)` "
+                   "runs the compiled predict function and returns the same NumPy array")
         positional = [a for a in node.args if a.keyword is None and not a.star]
         keywords = [a for a in node.args if a.keyword is not None]
         if len(positional) == 1 and not self._python_list(positional[0].value, node) and all(k.keyword.value in QUIET_KEYWORDS for k in keywords) and not any(
                 a.star for a in node.args):
             x = positional[0].value
-            replacement = cst.parse_expression(f"{model}({self.code_for(x)}, training=False)")
+            replacement = cst.parse_expression(f"{model}.predict_on_batch({self.code_for(x)})")
             self.report(node, message, start_node=func.attr, replacement=replacement,
-                        fix_message=f"Call `{model}(..., training=False)` directly (returns a tensor, not a NumPy array)",
+                        fix_message=f"Call `{model}.predict_on_batch(...)` (one batch through the compiled predict "
+                                    "function: the whole input at once, no progress bar)",
                         applicability=Applicability.UNSAFE)
         else:
             self.report(node, message, start_node=func.attr)
@@ -97,7 +99,7 @@ class PredictInLoop(Check):
 
     def _python_list(self, x: cst.BaseExpression, at: cst.CSTNode) -> bool:
         """A Python list (display, comprehension, or a name bound to one): `predict` converts it to one array,
-        but a model called on a list takes it as that many separate inputs."""
+        but `predict_on_batch` hands it to the compiled function as it is (separate inputs, or one trace per value)."""
         if isinstance(x, cst.Name):
             b = self.index.lookup(x.value, at)
             x = b.value if b is not None and b.kind == "assign" and b.value is not None else x
