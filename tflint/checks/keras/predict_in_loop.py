@@ -8,13 +8,14 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
 from ..base import Check
-from ..common import display_code, is_small_loop, user_paced
+from ..common import display_code, is_small_loop, loop_bound, user_paced
 from .models import is_model_value
 
 # Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
 # `predict` is for.
 EPOCH_METHODS = frozenset({"fit", "evaluate", "fit_generator", "evaluate_generator"})
 QUIET_KEYWORDS = frozenset({"verbose"})
+ONE_OFF_CALLS = 100  # a top-level loop of at most this many predicts, run once: seconds of overhead in all
 
 
 class PredictInLoop(Check):
@@ -38,6 +39,11 @@ class PredictInLoop(Check):
             return  # `predict(test_ds)`: a whole dataset per call is what `predict` is for
         if self._epoch_loop(loops[0]) or is_small_loop(self.sem, loops[0]):
             return  # once per epoch, or a loop that runs a handful of times (a demo, a preview): no cost to speak of
+        bound = loop_bound(self.sem, loops[0])
+        if bound is not None and bound <= ONE_OFF_CALLS and len(loops) == 1 and not self.index.enclosing_function(loops[0]):
+            # a module-level (notebook) loop known to run at most 100 times, once: 100 words generated after training,
+            # a 50-call warm-up; at ~40 ms per predict that is a few seconds, once (judged not worth acting on)
+            return
         if self._batched_input(node, x, loops[0]):
             return  # `predict(x[i:i + batch_size])`, `batch_size=64`: a batch per call
         if any(user_paced(self.sem, loop) for loop in loops):
