@@ -110,11 +110,13 @@ class Pipeline:
 
     @property
     def source_prefetched(self) -> bool:
-        """The source already ends with a prefetch: Keras's `*_dataset_from_directory`, and `make_csv_dataset` /
+        """The source already ends with a prefetch: Keras's `*_dataset_from_directory`, `make_csv_dataset` /
         `make_batched_features_dataset` (both end with `dataset.prefetch(prefetch_buffer_size)` in TF 2.21's
-        readers.py), directly or returned by another module's function."""
+        readers.py), and TensorFlow Datasets' `tfds.load` / `builder.as_dataset` (`dataset.prefetch(AUTOTUNE)` at
+        the end of `as_dataset` in tensorflow-datasets 1.3.0's dataset_builder.py, "prefetch by default" unless
+        `ReadConfig(skip_prefetch=True)` in 4.0.0 and 4.9.3), directly or returned by another module's function."""
         src = self.source
-        prefetched = ("keras-batched", "records-batched")
+        prefetched = ("keras-batched", "records-batched", "tfds")
         return src.kind in prefetched or (src.kind == "project" and (
             "prefetch" in src.upstream or (not src.upstream and src.upstream_kind in prefetched)))
 
