@@ -25,6 +25,10 @@ MANY_FILES = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "
                         "tensorflow.compat.v1.gfile.Glob", "tensorflow.gfile.Glob", "os.listdir",
                         "tensorflow.io.gfile.listdir"})
 
+# `num_parallel_reads` of the readers that did not always have it (read from the releases' readers.py: TF 1.12's
+# TextLineDataset and FixedLengthRecordDataset take (filenames, compression_type, buffer_size[, ...]) only, TF 1.14's
+# take num_parallel_reads; TFRecordDataset has it in 1.12 already)
+PARALLEL_READS_SINCE = {"TextLineDataset": (1, 14), "FixedLengthRecordDataset": (1, 14)}
 GLOBS = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "tensorflow.io.matching_files",
                    "tensorflow.compat.v1.gfile.Glob", "tensorflow.gfile.Glob"})
 _WILDCARD = re.compile(r"[*?\[]")
@@ -85,6 +89,13 @@ class SequentialTfrecordReads(Check):
         if self._single_file_branch(node, files.value):
             return  # the `else:` of `if len(files) > 1:`: this reader only ever gets one file
         cls = q.rsplit(".", 1)[-1]
+        since = PARALLEL_READS_SINCE.get(cls)
+        if since is not None and self.oldest_version < since:
+            self.report(node, f"`{cls}` over {why}: the files are read one after another on one thread; this "
+                              f"project's oldest TensorFlow has no `num_parallel_reads` on `{cls}` (it came in "
+                              f"{since[0]}.{since[1]}): read the files in parallel with a parallel interleave of one "
+                              f"`{cls}` per file")
+            return
         message = (f"`{cls}` over {why} without `num_parallel_reads`: the files are read one after another on one "
                    "thread; `num_parallel_reads` reads them in parallel (records of different files interleave)")
         spelling = autotune(self.sem, self.oldest_version, node)
