@@ -22,6 +22,9 @@ class CacheThenTake(Check):
         if p is None or p.last.method != "cache" or p.last.call is None:
             return
         cache = p.last.call
+        count = literal_value(node.args[0].value) if node.args else None
+        if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= 1:
+            return  # `cache().take(1)`: a look at one batch (`list(make().take(1))[0]`); re-reading it costs nothing
         loop = next((a for a in self.index.ancestors(node) if isinstance(a, cst.For)), None)
         if isinstance(loop, cst.For) and any(v is node for v in iterated_values(self.sem, loop.iter)) and (
                 is_small_loop(self.sem, loop) or not loop_does_work(self.sem, loop)):
