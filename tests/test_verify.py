@@ -476,32 +476,38 @@ def test_a_fix_that_raises_where_the_original_ran_is_broken_and_exits_1(tmp_path
         pytest.skip("TensorFlow is not installed")
     from tflint.cli import main
 
-    pair = tmp_path / "predict_loop.py"
+    # TFL202's unsafe fix passes the loop counter as a tensor; the function indexes a Python list with it
+    pair = tmp_path / "scale_loop.py"
     pair.write_text(textwrap.dedent(
         """\
-        import numpy as np
         import tensorflow as tf
+
+        SCALES = [1.0, 2.0, 3.0]
+
+
+        @tf.function
+        def scaled(x, i):
+            return x * SCALES[i]
 
 
         def make():
-            model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(2)])
-            xs = np.ones((3, 1, 3), "float32")
+            x = tf.ones([2])
 
             def run():
                 out = []
-                for x in xs:
-                    out.append(model.predict(x, verbose=0).argmax(axis=-1).tolist())
+                for i in range(3):
+                    out.append(scaled(x, i).numpy().tolist())
                 return out
 
             return run, [()]
         """
     ))
-    rc = main(["verify", f"{pair}::make", "--rule", "TFL301", "--pairs", "5", "--timeout", "600"])
+    rc = main(["verify", f"{pair}::make", "--rule", "TFL202", "--pairs", "5", "--timeout", "600"])
     out = capsys.readouterr().out
     assert rc == 1
-    row = next(line for line in out.splitlines() if line.startswith("predict_loop "))
+    row = next(line for line in out.splitlines() if line.startswith("scale_loop "))
     assert row.split()[3] == "BROKEN" and row.split()[-2] == "BROKEN", row  # the equal and verdict columns
-    assert "broken: the fixed code raises where the original ran" in out and "argmax" in out
+    assert "broken: the fixed code raises where the original ran" in out and "list indices" in out
 
 
 def test_json_says_why_a_pair_is_pending(tmp_path, capsys):
