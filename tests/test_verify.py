@@ -476,7 +476,8 @@ def test_a_fix_that_raises_where_the_original_ran_is_broken_and_exits_1(tmp_path
         pytest.skip("TensorFlow is not installed")
     from tflint.cli import main
 
-    # TFL202's unsafe fix passes the loop counter as a tensor; the function indexes a Python list with it
+    # TFL202 offers no fix here (the function indexes a Python list with the counter): the module's documented manual
+    # fix, `make_fixed`, passes the counter as a tensor anyway, and raises
     pair = tmp_path / "scale_loop.py"
     pair.write_text(textwrap.dedent(
         """\
@@ -497,6 +498,18 @@ def test_a_fix_that_raises_where_the_original_ran_is_broken_and_exits_1(tmp_path
                 out = []
                 for i in range(3):
                     out.append(scaled(x, i).numpy().tolist())
+                return out
+
+            return run, [()]
+
+
+        def make_fixed():
+            x = tf.ones([2])
+
+            def run():
+                out = []
+                for i in range(3):
+                    out.append(scaled(x, tf.constant(i)).numpy().tolist())
                 return out
 
             return run, [()]

@@ -115,7 +115,8 @@ class PythonScalarArgument(Check):
         return out
 
     def _used_as_python(self, fn, param: cst.Param) -> bool:
-        """The parameter feeds `range(...)` or a `shape=`, or meets a Python float in arithmetic (`0.95 ** step`):
+        """The parameter feeds `range(...)` or a `shape=`, indexes a Python list, tuple or dict (`SCALES[i]`), or
+        meets a Python float in arithmetic (`0.95 ** step`):
         a tensor there would change what the function does, or fail (`tf.constant(3)` is int32, and an int32
         tensor does not mix with a Python float)."""
         name = param.name.value
@@ -125,6 +126,13 @@ class PythonScalarArgument(Check):
                     any(isinstance(x, cst.Float) or (isinstance(x, cst.UnaryOperation) and isinstance(x.expression, cst.Float))
                         for x in sides):
                 return True
+        for sub in self.functions.body_nodes(fn, cst.Subscript):
+            # `SCALES[i]` with `SCALES = [1.0, 2.0]`: a Python list, tuple or dict cannot be indexed by a tensor
+            if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.value, cst.Name) \
+                    and any(n.value == name for n in walk(sub.slice[0].slice.value, cst.Name)):
+                b = self.index.lookup(sub.value.value, sub.value)
+                if b is not None and isinstance(b.value, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp)):
+                    return True
         for call in self.functions.body_nodes(fn, cst.Call):
             q = self.names.call_name(call)
             args = call.args if q == "builtins.range" else [a for a in call.args if a.keyword and a.keyword.value in ("shape", "size", "num", "depth")]
