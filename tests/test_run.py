@@ -390,3 +390,30 @@ def test_a_notebook_is_refused_with_the_way_to_run_it(tmp_path):
     nb.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
     proc = run(str(nb))
     assert proc.returncode == 2 and "nbconvert --to script" in proc.stderr
+
+
+# --- the verdict of a fit, from its measurements (no TensorFlow) ---------------------------------------------------
+
+class _FakeFit:
+    def __init__(self, step_s: float) -> None:
+        self.steady = [step_s] * 20
+        self.model = type("Model", (), {"steps_per_execution": 1})()
+
+
+@pytest.mark.parametrize("step, memory, pipeline, bound", [
+    (0.030, 0.001, 0.028, True),  # the pipeline alone explains the whole wait
+    # measured seconds apart under a load that moved: the pipeline alone timed at less than half the wait, but it
+    # is still 12x the step on batches in memory, so even overlapped the step would wait: input-bound
+    (0.058, 0.001, 0.012, True),
+    # slower under fit than in memory, and the pipeline alone is fast: another cause (its threads, other load)
+    (0.012, 0.004, 0.002, False),
+    # the pipeline alone is slower than the in-memory step, but not twice: overlapped, the wait would be under half
+    (0.020, 0.004, 0.006, False),
+])
+def test_a_fit_is_input_bound_when_the_pipeline_alone_explains_the_wait(step, memory, pipeline, bound):
+    from tflint.runtime.fit import _verdict
+
+    out = _verdict(_FakeFit(step), {"memory_step_s": memory, "pipeline_s": pipeline},
+                   {"input_min_wait_share": 0.5, "input_min_wait_ms": 1.0})
+    assert out["input_bound"] is bound
+    assert (out["note"] is None) is bound

@@ -13,8 +13,10 @@
 
 The step waits for input `W = S - C` per step (S: median step under fit, C: median step on batches in memory).
 TFL809 needs both measurements to agree: W at least half of S (option `min-wait-share`) and `min-wait-ms`, and the
-pipeline alone at least half as slow as W per step (else the step was slower under `fit` for another reason: the
-pipeline's threads competing for the CPU, other load). When input-bound, each prefix of the pipeline is measured
+pipeline alone P per step explaining it: P at least W / 2, or P so much slower than C that even perfectly
+overlapped the step would wait `min-wait-share` of the time (P * (1 - share) >= C; this one does not depend on the
+machine's load staying the same between the run and the measurement after it). Otherwise the step was slower under
+`fit` for another reason (the pipeline's threads competing for the CPU, other load). When input-bound, each prefix of the pipeline is measured
 as `tflint inspect` does (twice; a stage is named only when both measurements agree) to name the slowest stage.
 """
 from __future__ import annotations
@@ -248,7 +250,15 @@ def _verdict(rec: FitRecord, m: dict[str, Any], opts: dict[str, Any]) -> dict[st
     if pipeline is None:
         out["note"] = "the pipeline alone could not be timed (it ran out): no verdict"
         return out
-    if pipeline * per_call < 0.5 * wait:
+    # the pipeline alone explains the wait when it needs half as long per step as the wait, or when it is so much
+    # slower than the step on batches in memory that the step would wait `min-wait-share` of the time even with
+    # input and step perfectly overlapped: the second holds however the machine's load moved between the run and
+    # this measurement (the step under fit and the pipeline alone are timed seconds apart)
+    min_share = float(opts.get("input_min_wait_share", 0.5))
+    alone = pipeline * per_call
+    explains = alone >= 0.5 * wait or (alone * (1.0 - min_share) >= memory
+                                       and (alone - memory) * 1e3 >= float(opts.get("input_min_wait_ms", 1.0)))
+    if not explains:
         out["note"] = (f"steps were slower under fit than on batches in memory, but the pipeline alone delivers a "
                        f"batch in {pipeline * 1e3:.2f} ms: not waiting for input (other load on the machine, or the "
                        "pipeline's threads competing with the step for the CPU)")
