@@ -216,6 +216,71 @@ def test_a_loop_whose_step_outlasts_its_input_is_not_input_bound():
 @pytest.mark.slow
 @pytest.mark.runtime
 @pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_distributed_loop_waiting_on_a_python_generator_is_input_bound():
+    # `for batch in strategy.experimental_distribute_dataset(ds)`: 40 ms of Python per batch against a tiny step
+    proc, data = run_json(f"{FIX}/distributed_input_bound.py")
+    assert proc.returncode == 1, proc.stderr
+    assert "total=6240" in proc.stderr
+    [f] = data["findings"]
+    assert f["code"] == "TFL809"
+    assert f["location"]["row"] == line_of("distributed_input_bound.py", "ds = ds.batch(2)")
+    loop_line = line_of("distributed_input_bound.py", "for batch in dist")
+    assert f"the loop at {FIX}/distributed_input_bound.py:{loop_line} waited for this distributed dataset" in f["message"]
+    assert "distributed iterator's own work, not counted as waiting" in f["message"]
+    assert "The likely limit is `from_generator()`" in f["message"]
+    [it] = data["report"]["iterators"]
+    assert it["input_bound"] and it["distributed"] and it["elements"] == 18
+    assert it["iterator_ms_per_element"] is not None
+    assert [s["label"] for s in it["stages"]] == ["from_generator()", "batch(2)"]
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_distributed_loop_whose_step_outlasts_its_input_is_not_input_bound():
+    proc, data = run_json(f"{FIX}/distributed_compute_bound.py")
+    assert proc.returncode == 0, proc.stderr
+    assert data["findings"] == [] and "total=320" in proc.stderr
+    [it] = data["report"]["iterators"]
+    assert it["distributed"] and not it["input_bound"] and it["elements"] == 18 and it["tf_function_calls"] == 18
+    assert it["line"] == line_of("distributed_compute_bound.py", "ds = tf.data")
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_per_example_parse_before_batch_is_named_as_such():
+    """The stage a TFL809 names: a map that parses tf.Example records one at a time before `batch` (TFL107), also
+    when it runs in parallel; parsing after `batch` is not."""
+    code = (
+        "import tensorflow as tf\n"
+        "from tflint.runtime import data\n"
+        "spec = {'x': tf.io.FixedLenFeature([2], tf.float32)}\n"
+        "one = lambda r: tf.io.parse_single_example(r, spec)['x']\n"
+        "many = lambda r: tf.io.parse_example(r, spec)['x']\n"
+        "src = tf.data.TFRecordDataset([])\n"
+        "seq = data.chain(src.map(one).batch(4))\n"
+        "par = data.chain(src.map(one, num_parallel_calls=tf.data.AUTOTUNE).batch(4).prefetch(1))\n"
+        "vec = data.chain(src.batch(4).map(many, num_parallel_calls=tf.data.AUTOTUNE))\n"
+        "assert seq[1].parse_ops == ['ParseExampleV2'], seq[1].parse_ops\n"
+        "assert data.parses_per_element(seq[1], seq) and data.parses_per_element(par[1], par)\n"
+        "assert not data.parses_per_element(vec[2], vec) and vec[2].parse_ops\n"
+        "assert data.likely_limit(seq) is seq[1] and data.likely_limit(par) is par[1]\n"
+        "assert data.likely_limit(vec) is vec[0]\n"  # then the file source
+        "r = data.recommendation(seq[1], seq)\n"
+        "assert 'tf.io.parse_example' in r and 'TFL107' in r and 'TFL101' in r, r\n"
+        "r = data.recommendation(par[1], par)\n"
+        "assert 'TFL107' in r and 'TFL101' not in r and 'TFL102' not in r, r\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
 def test_model_fit_on_a_slow_python_map_is_input_bound_at_the_fit_line():
     # a 20 ms py_function per element, 8 per batch, against a step of about a millisecond: no machine flips it
     proc, data = run_json(f"{FIX}/fit_input_bound.py")
@@ -314,6 +379,16 @@ def test_the_tensorflow_hooks_tflint_run_relies_on_exist():
         "m.fit(tf.data.Dataset.from_tensors((tf.ones([1, 2]), tf.ones([1, 1]))), verbose=0)\n"
         "assert callable(m.train_function) and m.steps_per_execution == 1 and m.distribute_strategy\n"
         "assert all(hasattr(v, 'assign') for v in m.variables + m.optimizer.variables)\n"
+        # tf.distribute datasets iterated from Python: their __iter__/__next__ and the per-device fetches inside
+        "from tensorflow.python.distribute import input_lib\n"
+        "assert '__iter__' in vars(input_lib.DistributedDataset)\n"
+        "assert '__iter__' in vars(input_lib.DistributedDatasetsFromFunction)\n"
+        "assert '__next__' in vars(input_lib.DistributedIteratorBase)\n"
+        "assert all(n in vars(iterator_ops.OwnedIterator) for n in ('get_next_as_optional', '_next_internal'))\n"
+        "s = tf.distribute.MirroredStrategy()\n"
+        "ds = tf.data.Dataset.range(4).batch(2)\n"
+        "dds = s.experimental_distribute_dataset(ds)\n"
+        "assert dds._original_dataset is ds and isinstance(iter(dds), input_lib.DistributedIteratorBase)\n"
         "print('ok')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,

@@ -31,7 +31,7 @@ DEFAULT_TIMEOUT = 3600.0
 # retrace's call, a pipeline stage)
 _STATIC_COUNTERPART = {
     "TFL801": ("TFL202", "TFL203"),
-    "TFL809": ("TFL101", "TFL102", "TFL104", "TFL105", "TFL108", "TFL109"),
+    "TFL809": ("TFL101", "TFL102", "TFL104", "TFL105", "TFL107", "TFL108", "TFL109"),
 }
 
 
@@ -264,9 +264,11 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             where = f"{_display(it['loop_file'])}:{it['loop_line']}"
             made = f", dataset from line {it['line']}" if it.get("line") else ""
             verdict = "  <- input-bound" if it.get("input_bound") else ""
+            own = (f", distributed iterator {it['iterator_ms_per_element']:.2f} ms"
+                   if it.get("iterator_ms_per_element") is not None else "")
             lines.append(f"  loop at {where}{made}: {it['elements']} element(s), waited {it['wait_share']:.0%} "
-                         f"({it['wait_ms_per_element']:.2f} ms per element, step {it['step_ms_per_element']:.2f} ms)"
-                         f"{verdict}")
+                         f"({it['wait_ms_per_element']:.2f} ms per element, step {it['step_ms_per_element']:.2f} ms"
+                         f"{own}){verdict}")
         fits = report.get("fits", [])
         if fits:
             lines.append("model.fit input (step under fit against the same step on batches already in memory, "
