@@ -492,3 +492,34 @@ def test_a_fit_is_input_bound_when_the_pipeline_alone_explains_the_wait(step, me
                    {"input_min_wait_share": 0.5, "input_min_wait_ms": 1.0})
     assert out["input_bound"] is bound
     assert (out["note"] is None) is bound
+
+
+# --- the bundled examples (examples/run/): the parts that do not depend on the machine's speed --------------------
+# (whether a loop is input-bound is a timing: bench/run_repeat.py runs every example five times)
+
+def example_line(file: str, text: str) -> int:
+    for i, line in enumerate((ROOT / "examples" / "run" / file).read_text().splitlines(), start=1):
+        if text in line:
+            return i
+    raise AssertionError(f"{text!r} not in {file}")
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_the_custom_loop_example_names_its_retrace_and_its_host_sync_and_the_fixed_one_neither():
+    proc, data = run_json("examples/run/custom_loop_retrace.py")
+    assert proc.returncode == 1, proc.stderr
+    assert "epoch 2: mean loss" in proc.stderr
+    found = {f["code"]: f for f in data["findings"]}
+    assert sorted(found) == ["TFL801", "TFL810"]
+    assert found["TFL801"]["location"]["row"] == example_line("custom_loop_retrace.py", "def train_step(")
+    assert "`step` is a Python value that changed (0, 1, 2, 3, 4, …)" in found["TFL801"]["message"]
+    assert found["TFL810"]["location"]["row"] == example_line("custom_loop_retrace.py", "loss.numpy()")
+    assert "32 times in the loop at line " + str(example_line("custom_loop_retrace.py", "for x, y in train")) in (
+        found["TFL810"]["message"])
+    proc, data = run_json("examples/run/custom_loop_retrace_fixed.py")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert not [f for f in data["findings"] if f["code"] in ("TFL801", "TFL810")]
+    [fn] = data["report"]["functions"]
+    assert fn["calls"] == 32 and fn["traces"] == 1
