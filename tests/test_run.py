@@ -307,6 +307,31 @@ def test_model_fit_on_a_slow_python_map_is_input_bound_at_the_fit_line():
 @pytest.mark.slow
 @pytest.mark.runtime
 @pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_model_fit_on_a_slow_python_generator_is_input_bound_and_names_the_generator():
+    # 40 ms of Python per batch against a step of about a millisecond; the generator is timed during the run
+    proc, data = run_json(f"{FIX}/fit_generator.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("fit_generator.py", "model.fit(")
+    gen_line = line_of("fit_generator.py", "def batches(")
+    assert f"the Python generator `batches` (defined at {FIX}/fit_generator.py:{gen_line})" in f["message"]
+    assert "the generator alone needs" in f["message"] and "(TFL104)" in f["message"]
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["generator"] == {"name": "batches", "file": str(ROOT / FIX / "fit_generator.py"),
+                                                       "line": gen_line}
+    assert fit["steps"] == 20 and fit["steady_steps"] == 18 and fit["stages"] == []
+    assert fit["memory_step_ms"] is not None and fit["pipeline_ms_per_batch"] is not None
+    # the same batches, produced with no work: the step does not wait
+    proc, data = run_json(f"{FIX}/fit_generator.py", "--fast")
+    assert proc.returncode == 0, proc.stderr
+    [fit] = data["report"]["fits"]
+    assert data["findings"] == [] and not fit["input_bound"] and fit["generator"]["name"] == "batches"
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
 def test_model_fit_on_data_in_memory_is_not_input_bound():
     proc, data = run_json(f"{FIX}/fit_compute_bound.py")
     assert proc.returncode == 0, proc.stderr
@@ -378,6 +403,9 @@ def test_the_tensorflow_hooks_tflint_run_relies_on_exist():
         "m.compile(optimizer='sgd', loss='mse')\n"
         "m.fit(tf.data.Dataset.from_tensors((tf.ones([1, 2]), tf.ones([1, 1]))), verbose=0)\n"
         "assert callable(m.train_function) and m.steps_per_execution == 1 and m.distribute_strategy\n"
+        # fit on a Python generator: the spec Keras gives its batches (the step in memory must not trace again)
+        "from keras.src.trainers.data_adapters import data_adapter_utils\n"
+        "assert callable(data_adapter_utils.get_tensor_spec)\n"
         "assert all(hasattr(v, 'assign') for v in m.variables + m.optimizer.variables)\n"
         # tf.distribute datasets iterated from Python: their __iter__/__next__ and the per-device fetches inside
         "from tensorflow.python.distribute import input_lib\n"

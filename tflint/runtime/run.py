@@ -276,11 +276,14 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
         for fit in fits:
             where = f"{_display(fit['file'])}:{fit['line']}"
             made = f", dataset from line {fit['dataset_line']}" if fit.get("dataset_line") else ""
+            gen = fit.get("generator")
+            if gen:
+                made = f", generator `{gen['name']}`" + (f" (line {gen['line']})" if gen.get("line") else "")
             if fit.get("step_ms") is None or fit.get("memory_step_ms") is None:
                 lines.append(f"  fit at {where}{made}: {fit['steps']} step(s): {fit.get('note') or 'not measured'}")
                 continue
             verdict = "  <- input-bound" if fit.get("input_bound") else ""
-            alone = (f", pipeline alone {fit['pipeline_ms_per_batch']:.2f} ms per batch"
+            alone = (f", {'generator' if gen else 'pipeline'} alone {fit['pipeline_ms_per_batch']:.2f} ms per batch"
                      if fit.get("pipeline_ms_per_batch") is not None else "")
             lines.append(f"  fit at {where}{made}: {fit['steady_steps']} step(s), step {fit['step_ms']:.2f} ms, "
                          f"in memory {fit['memory_step_ms']:.2f} ms{alone}: waited {fit.get('wait_share') or 0:.0%}"
