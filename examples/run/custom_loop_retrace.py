@@ -16,6 +16,8 @@ BATCH_SIZE = 128
 WARMUP_STEPS = 20
 BASE_LEARNING_RATE = 0.01
 
+keras.utils.set_random_seed(0)  # the same weights and results on every run
+
 rng = np.random.default_rng(0)
 features = rng.normal(size=(2048, 20)).astype("float32")
 targets = (features @ rng.normal(size=(20, 1)) + 0.1 * rng.normal(size=(2048, 1))).astype("float32")
@@ -24,8 +26,8 @@ train = train.shuffle(2048, seed=0).batch(BATCH_SIZE).prefetch(tf.data.AUTOTUNE)
 
 model = keras.Sequential([
     keras.Input((20,)),
-    keras.layers.Dense(256, activation="relu"),
-    keras.layers.Dense(256, activation="relu"),
+    keras.layers.Dense(512, activation="relu"),
+    keras.layers.Dense(512, activation="relu"),
     keras.layers.Dense(1),
 ])
 optimizer = keras.optimizers.SGD(learning_rate=BASE_LEARNING_RATE)

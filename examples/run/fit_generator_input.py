@@ -18,6 +18,8 @@ CLASSES = 4
 DOCUMENTS = 1024
 BATCH_SIZE = 64
 
+keras.utils.set_random_seed(0)  # the same weights and results on every run
+
 
 def make_corpus(n, seed=0):
     """Synthetic documents: each class draws its words mostly from its own part of the vocabulary."""

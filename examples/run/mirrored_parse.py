@@ -21,6 +21,8 @@ SHARDS = 4
 GLOBAL_BATCH_SIZE = 1024
 EPOCHS = 2
 
+keras.utils.set_random_seed(0)  # the same weights and results on every run
+
 
 def write_shards(folder, seed=0):
     rng = np.random.default_rng(seed)
