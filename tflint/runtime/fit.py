@@ -20,8 +20,9 @@ TFL809 needs both measurements to agree: W at least half of S (option `min-wait-
 pipeline alone P per step explaining it: P at least W / 2, or P so much slower than C that even perfectly
 overlapped the step would wait `min-wait-share` of the time (P * (1 - share) >= C; this one does not depend on the
 machine's load staying the same between the run and the measurement after it). Otherwise the step was slower under
-`fit` for another reason (the pipeline's threads competing for the CPU, other load). When input-bound, each prefix of the pipeline is measured
-as `tflint inspect` does (twice; a stage is named only when both measurements agree) to name the slowest stage.
+`fit` for another reason (the pipeline's threads competing for the CPU, other load). When input-bound, each
+prefix of the pipeline is measured as `tflint inspect` does (twice; a stage is named only when both measurements
+agree) to name the slowest stage.
 """
 from __future__ import annotations
 

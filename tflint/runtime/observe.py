@@ -294,7 +294,7 @@ class IteratorWatch:
         it_cls.__next__ = __next__
         try:
             self._install_distributed(register, timed_next)
-        except (ImportError, AttributeError, KeyError) as exc:  # a TensorFlow whose internals moved: plain loops still timed
+        except (ImportError, AttributeError, KeyError) as exc:  # internals moved: plain loops are still timed
             _FAILURES.append(f"tf.distribute datasets are not watched: {type(exc).__name__}: {exc}")
 
     def _install_distributed(self, register, timed_next) -> None:
