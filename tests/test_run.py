@@ -319,8 +319,8 @@ def test_model_fit_on_a_slow_python_generator_is_input_bound_and_names_the_gener
     assert f"the Python generator `batches` (defined at {FIX}/fit_generator.py:{gen_line})" in f["message"]
     assert "the generator alone needs" in f["message"] and "(TFL104)" in f["message"]
     [fit] = data["report"]["fits"]
-    assert fit["input_bound"] and fit["generator"] == {"name": "batches", "file": str(ROOT / FIX / "fit_generator.py"),
-                                                       "line": gen_line}
+    assert fit["input_bound"] and fit["generator"] == {"kind": "generator", "name": "batches",
+                                                       "file": str(ROOT / FIX / "fit_generator.py"), "line": gen_line}
     assert fit["steps"] == 20 and fit["steady_steps"] == 18 and fit["stages"] == []
     assert fit["memory_step_ms"] is not None and fit["pipeline_ms_per_batch"] is not None
     # the same batches, produced with no work: the step does not wait
@@ -328,6 +328,27 @@ def test_model_fit_on_a_slow_python_generator_is_input_bound_and_names_the_gener
     assert proc.returncode == 0, proc.stderr
     [fit] = data["report"]["fits"]
     assert data["findings"] == [] and not fit["input_bound"] and fit["generator"]["name"] == "batches"
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_model_fit_on_a_slow_py_dataset_is_input_bound_and_names_its_getitem():
+    proc, data = run_json(f"{FIX}/fit_py_dataset.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("fit_py_dataset.py", "model.fit(")
+    getitem = line_of("fit_py_dataset.py", "def __getitem__")
+    assert f"the PyDataset `Batches.__getitem__` (defined at {FIX}/fit_py_dataset.py:{getitem})" in f["message"]
+    assert "run on one thread" in f["message"] and "`workers=4`" in f["message"]
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["generator"]["kind"] == "py_dataset" and fit["generator"]["workers"] == 1
+    assert fit["steps"] == 20 and fit["steady_steps"] == 18 and fit["memory_step_ms"] is not None
+    proc, data = run_json(f"{FIX}/fit_py_dataset.py", "--fast")
+    assert proc.returncode == 0, proc.stderr
+    [fit] = data["report"]["fits"]
+    assert data["findings"] == [] and not fit["input_bound"]
 
 
 @pytest.mark.slow
@@ -405,8 +426,11 @@ def test_the_tensorflow_hooks_tflint_run_relies_on_exist():
         "m.fit(tf.data.Dataset.from_tensors((tf.ones([1, 2]), tf.ones([1, 1]))), verbose=0)\n"
         "assert callable(m.train_function) and m.steps_per_execution == 1 and m.distribute_strategy\n"
         # fit on a Python generator: the spec Keras gives its batches (the step in memory must not trace again)
-        "from keras.src.trainers.data_adapters import data_adapter_utils\n"
+        "from keras.src.trainers.data_adapters import data_adapter_utils, py_dataset_adapter\n"
         "assert callable(data_adapter_utils.get_tensor_spec)\n"
+        # fit on a PyDataset: the adapter's iterator over its batches, which tf.data pulls
+        "assert '_get_iterator' in vars(py_dataset_adapter.PyDatasetAdapter)\n"
+        "assert py_dataset_adapter.PyDataset is keras.utils.PyDataset\n"
         "assert all(hasattr(v, 'assign') for v in m.variables + m.optimizer.variables)\n"
         # tf.distribute datasets iterated from Python: their __iter__/__next__ and the per-device fetches inside
         "from tensorflow.python.distribute import input_lib\n"

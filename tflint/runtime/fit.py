@@ -104,16 +104,31 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
                 if len(rec.steady) < _SAMPLE:
                     rec.steady.append(dt)
 
+    # a PyDataset given to fit: the batches its adapter hands tf.data, timed (id of the PyDataset -> its record,
+    # while that fit runs)
+    from keras.src.trainers.data_adapters import py_dataset_adapter
+
+    adapter_cls = py_dataset_adapter.PyDatasetAdapter
+    original_iterator = adapter_cls._get_iterator
+    py_datasets: dict[int, FitRecord] = {}
+
+    def _get_iterator(adapter):
+        it = original_iterator(adapter)
+        rec = py_datasets.get(id(getattr(adapter, "py_dataset", None)))
+        return it if rec is None else _timed_generator(it, rec)
+
     def fit(model, *args, **kwargs):
         x = args[0] if args else kwargs.get("x")
         caller = sys._getframe(1)
         given = args[5] if len(args) > 5 else kwargs.get("callbacks")
         is_generator = isinstance(x, types.GeneratorType)  # what Keras 3 takes for a Python generator
-        if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator) or not is_user_file(caller.f_code.co_filename)
+        is_py_dataset = isinstance(x, py_dataset_adapter.PyDataset)
+        if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator or is_py_dataset)
+                or not is_user_file(caller.f_code.co_filename)
                 or not (given is None or isinstance(given, (list, tuple)))):  # a CallbackList of the user's: left alone
             return original(model, *args, **kwargs)
         site = (os.path.abspath(caller.f_code.co_filename), caller.f_lineno)
-        record = FitRecord(model, None if is_generator else x, site)
+        record = FitRecord(model, x if isinstance(x, dataset_ops.DatasetV2) else None, site)
         if is_generator:
             record.generator = _generator_info(x)
             timed = _timed_generator(x, record)
@@ -121,35 +136,56 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
                 args = (timed, *args[1:])
             else:
                 kwargs["x"] = timed
+        elif is_py_dataset:
+            record.generator = _py_dataset_info(x)
         observer_fits.append(record)
         timer = _StepTimer(record)
         if len(args) > 5:  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
             args = (*args[:5], [*(args[5] or []), timer], *args[6:])
         else:
             kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), timer]
-        return original(model, *args, **kwargs)
+        if not is_py_dataset:
+            return original(model, *args, **kwargs)
+        py_datasets[id(x)] = record
+        try:
+            return original(model, *args, **kwargs)
+        finally:
+            py_datasets.pop(id(x), None)
 
     fit.__wrapped__ = original  # type: ignore[attr-defined]
     TensorFlowTrainer.fit = fit
+    adapter_cls._get_iterator = _get_iterator
 
     def uninstall() -> None:
         TensorFlowTrainer.fit = original
+        adapter_cls._get_iterator = original_iterator
 
     return uninstall
 
 
 def _generator_info(gen) -> dict[str, Any]:
-    code = getattr(gen, "gi_code", None)
+    return {"kind": "generator", **_code_site(getattr(gen, "gi_code", None),
+                                              getattr(gen, "__name__", None) or "generator")}
+
+
+def _py_dataset_info(ds) -> dict[str, Any]:
+    """A `keras.utils.PyDataset`: its class, the `def` of its `__getitem__`, and how it runs (workers, processes)."""
+    getitem = getattr(type(ds), "__getitem__", None)
+    return {"kind": "py_dataset", **_code_site(getattr(getitem, "__code__", None), f"{type(ds).__name__}.__getitem__"),
+            "workers": getattr(ds, "workers", 1) or 1, "processes": bool(getattr(ds, "use_multiprocessing", False))}
+
+
+def _code_site(code, name: str) -> dict[str, Any]:
     file = os.path.abspath(code.co_filename) if code is not None else None
-    return {"name": getattr(gen, "__name__", None) or (code.co_name if code else "generator"),
-            "file": file if file and is_user_file(file) else None,
-            "line": code.co_firstlineno if code is not None and file and is_user_file(file) else None}
+    user = bool(file and is_user_file(file))
+    return {"name": name, "file": file if user else None, "line": code.co_firstlineno if user else None}
 
 
 def _timed_generator(gen, record: FitRecord):
-    """Yields what `gen` yields, timing each of its `next()`: the time the user's Python takes per batch. Keras
-    pulls it from a tf.data thread (`from_generator`, then a prefetch), so this is the time the step would wait for
-    when the generator is the slower side. A generator, so that Keras takes it for the user's."""
+    """Yields what `gen` yields, timing each of its `next()`: the time the user's Python takes per batch (for a
+    PyDataset, the time its adapter takes to hand over the next batch: `__getitem__`, or the wait on its workers'
+    queue). Keras pulls it from a tf.data thread (`from_generator`), so this is the time the step would wait for
+    when the input is the slower side. A generator, so that Keras takes it for the user's."""
     while True:
         t0 = time.perf_counter()
         try:
@@ -407,14 +443,24 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         slowest = entry["slowest_stage"]
         by_label = {st.label: st for st in stages}
         gen = rec.generator
-        if gen is not None:
+        offline = ("compute the features once before training and build the input with "
+                   "`tf.data.Dataset.from_tensor_slices` (or write TFRecords once), then `batch` and "
+                   "`prefetch(tf.data.AUTOTUNE)`; per-batch work that must stay goes in a `map` of TensorFlow ops "
+                   "with `num_parallel_calls=tf.data.AUTOTUNE` (TFL104)")
+        if gen is not None and gen.get("kind") == "py_dataset":
+            where = f" (defined at {short(gen['file'])}:{gen['line']})" if gen.get("file") else ""
+            how = (f"{gen['workers']} worker {'processes' if gen['processes'] else 'threads'}" if gen["workers"] > 1
+                   else "one thread, one batch at a time")
+            chain_text = f"the PyDataset `{gen['name']}`{where}, run on {how}"
+            more = ("more workers (`workers=`, and `use_multiprocessing=True` for Python that holds the GIL) in its "
+                    "constructor" if gen["workers"] > 1 else
+                    "`workers=4` in its constructor (threads; `use_multiprocessing=True` for Python that holds the GIL)")
+            advice = f"`{gen['name']}` builds the batches in Python while the step waits: give it {more}, or {offline}"
+        elif gen is not None:
             where = f" (defined at {short(gen['file'])}:{gen['line']})" if gen.get("file") else ""
             chain_text = f"the Python generator `{gen['name']}`{where}, pulled by Keras from one tf.data thread"
             advice = (f"`{gen['name']}` produces each batch in Python, one at a time under the GIL, while the step "
-                      "waits: compute the features once before training and build the input with "
-                      "`tf.data.Dataset.from_tensor_slices` (or write TFRecords once), then `batch` and "
-                      "`prefetch(tf.data.AUTOTUNE)`; per-batch work that must stay goes in a `map` of TensorFlow ops "
-                      "with `num_parallel_calls=tf.data.AUTOTUNE` (TFL104)")
+                      f"waits: {offline}")
         elif slowest and slowest["label"] in by_label:
             st = by_label[slowest["label"]]
             where = f" at {short(slowest['file'])}:{slowest['line']}" if slowest.get("file") else ""
@@ -434,7 +480,7 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         msg = (f"input-bound: `model.fit` waited for its input {entry['wait_share']:.0%} of each {per}: "
                f"{entry['step_ms']:.1f} ms per {per} under fit against {entry['memory_step_ms']:.1f} ms for the same "
                f"train step on batches already in memory, and the "
-               f"{'generator alone needs' if gen is not None else 'pipeline alone needs'} "
+               f"{_SOURCE_NEEDS[gen['kind'] if gen else 'dataset']} "
                f"{entry['pipeline_ms_per_batch']:.1f} ms per batch ({rec.steady_n} steps measured): a faster model "
                "would not train faster. " + (f"Input: {chain_text}. " if gen is not None else
                                              f"Pipeline: {chain_text}. " if chain_text else "")
@@ -445,6 +491,10 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
                                    "hint": ".fit(", "sites": [[st.site[0], st.site[1]] for st in stages if st.site]
                                    + ([[file, rec.site[1]]] if gen is not None else [])}})
     return out
+
+
+_SOURCE_NEEDS = {"dataset": "pipeline alone needs", "generator": "generator alone needs",
+                 "py_dataset": "PyDataset took"}
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:

@@ -278,12 +278,15 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             made = f", dataset from line {fit['dataset_line']}" if fit.get("dataset_line") else ""
             gen = fit.get("generator")
             if gen:
-                made = f", generator `{gen['name']}`" + (f" (line {gen['line']})" if gen.get("line") else "")
+                kind = "PyDataset" if gen.get("kind") == "py_dataset" else "generator"
+                made = f", {kind} `{gen['name']}`" + (f" (line {gen['line']})" if gen.get("line") else "")
             if fit.get("step_ms") is None or fit.get("memory_step_ms") is None:
                 lines.append(f"  fit at {where}{made}: {fit['steps']} step(s): {fit.get('note') or 'not measured'}")
                 continue
             verdict = "  <- input-bound" if fit.get("input_bound") else ""
-            alone = (f", {'generator' if gen else 'pipeline'} alone {fit['pipeline_ms_per_batch']:.2f} ms per batch"
+            source = {"generator": "generator alone", "py_dataset": "PyDataset"}.get((gen or {}).get("kind"),
+                                                                                  "pipeline alone")
+            alone = (f", {source} {fit['pipeline_ms_per_batch']:.2f} ms per batch"
                      if fit.get("pipeline_ms_per_batch") is not None else "")
             lines.append(f"  fit at {where}{made}: {fit['steady_steps']} step(s), step {fit['step_ms']:.2f} ms, "
                          f"in memory {fit['memory_step_ms']:.2f} ms{alone}: waited {fit.get('wait_share') or 0:.0%}"
