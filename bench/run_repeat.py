@@ -7,8 +7,10 @@ not compete with each other for the CPU.
 
 Prints one row per script: the findings of each run (`code@line`), whether every planted problem was named in
 every run, at its line and with its cause (the argument that changed, the read, the stage that limits the
-input), and whether anything else was reported in any run. A benchmark, not a test: input-boundness is a timing,
-and this shows how it holds on the machine at hand. Exits 0 unless a run failed.
+input), whether anything else was reported in any run, and the range over the runs of the largest share of time a
+loop or `fit` waited for its input (TFL809 needs 50% by default: how far each verdict was from flipping). A
+benchmark, not a test: input-boundness is a timing, and this shows how it holds on the machine at hand. Exits 0
+unless a run failed.
 """
 from __future__ import annotations
 
@@ -66,15 +68,20 @@ def expected(name: str) -> list[tuple[str, int, list[str]]]:
     return out
 
 
-def run_once(name: str) -> tuple[list[dict], float, str]:
+def run_once(name: str) -> tuple[list[dict], float, str, float]:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "tflint", "run", "--json", f"{FOLDER}/{name}.py"], cwd=ROOT,
                           capture_output=True, text=True, env=env, timeout=900)
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
-        return [], wall, f"error {proc.returncode}: {proc.stderr[-300:]}"
-    return json.loads(proc.stdout)["findings"], wall, ""
+        return [], wall, f"error {proc.returncode}: {proc.stderr[-300:]}", 0.0
+    out = json.loads(proc.stdout)
+    report = out["report"]
+    # how close the input-boundness verdict was: the largest share of time a loop or a fit waited for its input
+    waited = max([it.get("wait_share") or 0.0 for it in report.get("iterators", [])]
+                 + [fit.get("wait_share") or 0.0 for fit in report.get("fits", [])], default=0.0)
+    return out["findings"], wall, "", waited
 
 
 def main() -> int:
@@ -91,10 +98,11 @@ def main() -> int:
     rows, failed = [], False
     for name in names:
         want = expected(name)
-        got, walls, planted_ok, extra = [], [], 0, 0
+        got, walls, waits, planted_ok, extra = [], [], [], 0, 0
         for _ in range(args.runs):
-            findings, wall, error = run_once(name)
+            findings, wall, error, waited = run_once(name)
             walls.append(wall)
+            waits.append(waited)
             if error:
                 failed = True
                 got.append("error")
@@ -110,11 +118,12 @@ def main() -> int:
             print(f"  {name}: {got[-1]} ({wall:.1f} s)", file=sys.stderr, flush=True)
         planted = " ".join(f"{c}@{ln}" for c, ln, _ in want) or "-"
         rows.append([f"{name}.py", planted, *got, f"{planted_ok}/{args.runs}" if want else "-",
-                     "no" if not extra else f"yes ({extra}/{args.runs})", f"{sum(walls) / len(walls):.1f}"])
+                     "no" if not extra else f"yes ({extra}/{args.runs})",
+                     f"{min(waits):.0%}–{max(waits):.0%}", f"{sum(walls) / len(walls):.1f}"])
     if hasattr(os, "getloadavg"):
         print(f"load average at end: {os.getloadavg()[0]:.1f}")
     head = ["script", "planted", *[f"run {i + 1}" for i in range(args.runs)], "planted, line and cause",
-            "anything else", "s/run"]
+            "anything else", "waited", "s/run"]
     table = [head] + rows
     widths = [max(len(str(row[i])) for row in table) for i in range(len(head))]
     for k, row in enumerate(table):
