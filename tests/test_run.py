@@ -216,6 +216,72 @@ def test_a_loop_whose_step_outlasts_its_input_is_not_input_bound():
 @pytest.mark.slow
 @pytest.mark.runtime
 @pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_distributed_loop_waiting_on_a_python_generator_is_input_bound():
+    # `for batch in strategy.experimental_distribute_dataset(ds)`: 40 ms of Python per batch against a tiny step
+    proc, data = run_json(f"{FIX}/distributed_input_bound.py")
+    assert proc.returncode == 1, proc.stderr
+    assert "total=6240" in proc.stderr
+    [f] = data["findings"]
+    assert f["code"] == "TFL809"
+    assert f["location"]["row"] == line_of("distributed_input_bound.py", "ds = ds.batch(2)")
+    loop_line = line_of("distributed_input_bound.py", "for batch in dist")
+    assert (f"the loop at {FIX}/distributed_input_bound.py:{loop_line} waited for this distributed dataset"
+            in f["message"])
+    assert "distributed iterator's own work, not counted as waiting" in f["message"]
+    assert "The likely limit is `from_generator()`" in f["message"]
+    [it] = data["report"]["iterators"]
+    assert it["input_bound"] and it["distributed"] and it["elements"] == 18
+    assert it["iterator_ms_per_element"] is not None
+    assert [s["label"] for s in it["stages"]] == ["from_generator()", "batch(2)"]
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_distributed_loop_whose_step_outlasts_its_input_is_not_input_bound():
+    proc, data = run_json(f"{FIX}/distributed_compute_bound.py")
+    assert proc.returncode == 0, proc.stderr
+    assert data["findings"] == [] and "total=320" in proc.stderr
+    [it] = data["report"]["iterators"]
+    assert it["distributed"] and not it["input_bound"] and it["elements"] == 18 and it["tf_function_calls"] == 18
+    assert it["line"] == line_of("distributed_compute_bound.py", "ds = tf.data")
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_per_example_parse_before_batch_is_named_as_such():
+    """The stage a TFL809 names: a map that parses tf.Example records one at a time before `batch` (TFL107), also
+    when it runs in parallel; parsing after `batch` is not."""
+    code = (
+        "import tensorflow as tf\n"
+        "from tflint.runtime import data\n"
+        "spec = {'x': tf.io.FixedLenFeature([2], tf.float32)}\n"
+        "one = lambda r: tf.io.parse_single_example(r, spec)['x']\n"
+        "many = lambda r: tf.io.parse_example(r, spec)['x']\n"
+        "src = tf.data.TFRecordDataset([])\n"
+        "seq = data.chain(src.map(one).batch(4))\n"
+        "par = data.chain(src.map(one, num_parallel_calls=tf.data.AUTOTUNE).batch(4).prefetch(1))\n"
+        "vec = data.chain(src.batch(4).map(many, num_parallel_calls=tf.data.AUTOTUNE))\n"
+        "assert seq[1].parse_ops == ['ParseExampleV2'], seq[1].parse_ops\n"
+        "assert data.parses_per_element(seq[1], seq) and data.parses_per_element(par[1], par)\n"
+        "assert not data.parses_per_element(vec[2], vec) and vec[2].parse_ops\n"
+        "assert data.likely_limit(seq) is seq[1] and data.likely_limit(par) is par[1]\n"
+        "assert data.likely_limit(vec) is vec[0]\n"  # then the file source
+        "r = data.recommendation(seq[1], seq)\n"
+        "assert 'tf.io.parse_example' in r and 'TFL107' in r and 'TFL101' in r, r\n"
+        "r = data.recommendation(par[1], par)\n"
+        "assert 'TFL107' in r and 'TFL101' not in r and 'TFL102' not in r, r\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
 def test_model_fit_on_a_slow_python_map_is_input_bound_at_the_fit_line():
     # a 20 ms py_function per element, 8 per batch, against a step of about a millisecond: no machine flips it
     proc, data = run_json(f"{FIX}/fit_input_bound.py")
@@ -237,6 +303,52 @@ def test_model_fit_on_a_slow_python_map_is_input_bound_at_the_fit_line():
     assert fit["step_ms"] > fit["memory_step_ms"] and fit["pipeline_ms_per_batch"] is not None
     assert fit["slowest_stage"]["line"] == map_line
     assert [s["label"] for s in fit["stages"]] == ["from_tensor_slices()", "map(lambda)", "batch(8)"]
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_model_fit_on_a_slow_python_generator_is_input_bound_and_names_the_generator():
+    # 40 ms of Python per batch against a step of about a millisecond; the generator is timed during the run
+    proc, data = run_json(f"{FIX}/fit_generator.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("fit_generator.py", "model.fit(")
+    gen_line = line_of("fit_generator.py", "def batches(")
+    assert f"the Python generator `batches` (defined at {FIX}/fit_generator.py:{gen_line})" in f["message"]
+    assert "the generator alone needs" in f["message"] and "(TFL104)" in f["message"]
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["generator"] == {"kind": "generator", "name": "batches",
+                                                       "file": str(ROOT / FIX / "fit_generator.py"), "line": gen_line}
+    assert fit["steps"] == 20 and fit["steady_steps"] == 18 and fit["stages"] == []
+    assert fit["memory_step_ms"] is not None and fit["pipeline_ms_per_batch"] is not None
+    # the same batches, produced with no work: the step does not wait
+    proc, data = run_json(f"{FIX}/fit_generator.py", "--fast")
+    assert proc.returncode == 0, proc.stderr
+    [fit] = data["report"]["fits"]
+    assert data["findings"] == [] and not fit["input_bound"] and fit["generator"]["name"] == "batches"
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_model_fit_on_a_slow_py_dataset_is_input_bound_and_names_its_getitem():
+    proc, data = run_json(f"{FIX}/fit_py_dataset.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("fit_py_dataset.py", "model.fit(")
+    getitem = line_of("fit_py_dataset.py", "def __getitem__")
+    assert f"the PyDataset `Batches.__getitem__` (defined at {FIX}/fit_py_dataset.py:{getitem})" in f["message"]
+    assert "run on one thread" in f["message"] and "`workers=4`" in f["message"]
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["generator"]["kind"] == "py_dataset" and fit["generator"]["workers"] == 1
+    assert fit["steps"] == 20 and fit["steady_steps"] == 18 and fit["memory_step_ms"] is not None
+    proc, data = run_json(f"{FIX}/fit_py_dataset.py", "--fast")
+    assert proc.returncode == 0, proc.stderr
+    [fit] = data["report"]["fits"]
+    assert data["findings"] == [] and not fit["input_bound"]
 
 
 @pytest.mark.slow
@@ -313,7 +425,23 @@ def test_the_tensorflow_hooks_tflint_run_relies_on_exist():
         "m.compile(optimizer='sgd', loss='mse')\n"
         "m.fit(tf.data.Dataset.from_tensors((tf.ones([1, 2]), tf.ones([1, 1]))), verbose=0)\n"
         "assert callable(m.train_function) and m.steps_per_execution == 1 and m.distribute_strategy\n"
+        # fit on a Python generator: the spec Keras gives its batches (the step in memory must not trace again)
+        "from keras.src.trainers.data_adapters import data_adapter_utils, py_dataset_adapter\n"
+        "assert callable(data_adapter_utils.get_tensor_spec)\n"
+        # fit on a PyDataset: the adapter's iterator over its batches, which tf.data pulls
+        "assert '_get_iterator' in vars(py_dataset_adapter.PyDatasetAdapter)\n"
+        "assert py_dataset_adapter.PyDataset is keras.utils.PyDataset\n"
         "assert all(hasattr(v, 'assign') for v in m.variables + m.optimizer.variables)\n"
+        # tf.distribute datasets iterated from Python: their __iter__/__next__ and the per-device fetches inside
+        "from tensorflow.python.distribute import input_lib\n"
+        "assert '__iter__' in vars(input_lib.DistributedDataset)\n"
+        "assert '__iter__' in vars(input_lib.DistributedDatasetsFromFunction)\n"
+        "assert '__next__' in vars(input_lib.DistributedIteratorBase)\n"
+        "assert all(n in vars(iterator_ops.OwnedIterator) for n in ('get_next_as_optional', '_next_internal'))\n"
+        "s = tf.distribute.MirroredStrategy()\n"
+        "ds = tf.data.Dataset.range(4).batch(2)\n"
+        "dds = s.experimental_distribute_dataset(ds)\n"
+        "assert dds._original_dataset is ds and isinstance(iter(dds), input_lib.DistributedIteratorBase)\n"
         "print('ok')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
@@ -390,3 +518,61 @@ def test_a_notebook_is_refused_with_the_way_to_run_it(tmp_path):
     nb.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
     proc = run(str(nb))
     assert proc.returncode == 2 and "nbconvert --to script" in proc.stderr
+
+
+# --- the verdict of a fit, from its measurements (no TensorFlow) ---------------------------------------------------
+
+class _FakeFit:
+    def __init__(self, step_s: float) -> None:
+        self.steady = [step_s] * 20
+        self.model = type("Model", (), {"steps_per_execution": 1})()
+
+
+@pytest.mark.parametrize("step, memory, pipeline, bound", [
+    (0.030, 0.001, 0.028, True),  # the pipeline alone explains the whole wait
+    # measured seconds apart under a load that moved: the pipeline alone timed at less than half the wait, but it
+    # is still 12x the step on batches in memory, so even overlapped the step would wait: input-bound
+    (0.058, 0.001, 0.012, True),
+    # slower under fit than in memory, and the pipeline alone is fast: another cause (its threads, other load)
+    (0.012, 0.004, 0.002, False),
+    # the pipeline alone is slower than the in-memory step, but not twice: overlapped, the wait would be under half
+    (0.020, 0.004, 0.006, False),
+])
+def test_a_fit_is_input_bound_when_the_pipeline_alone_explains_the_wait(step, memory, pipeline, bound):
+    from tflint.runtime.fit import _verdict
+
+    out = _verdict(_FakeFit(step), {"memory_step_s": memory, "pipeline_s": pipeline},
+                   {"input_min_wait_share": 0.5, "input_min_wait_ms": 1.0})
+    assert out["input_bound"] is bound
+    assert (out["note"] is None) is bound
+
+
+# --- the bundled examples (examples/run/): the parts that do not depend on the machine's speed --------------------
+# (whether a loop is input-bound is a timing: bench/run_repeat.py runs every example five times)
+
+def example_line(file: str, text: str) -> int:
+    for i, line in enumerate((ROOT / "examples" / "run" / file).read_text().splitlines(), start=1):
+        if text in line:
+            return i
+    raise AssertionError(f"{text!r} not in {file}")
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_the_custom_loop_example_names_its_retrace_and_its_host_sync_and_the_fixed_one_neither():
+    proc, data = run_json("examples/run/custom_loop_retrace.py")
+    assert proc.returncode == 1, proc.stderr
+    assert "epoch 2: mean loss" in proc.stderr
+    found = {f["code"]: f for f in data["findings"]}
+    assert sorted(found) == ["TFL801", "TFL810"]
+    assert found["TFL801"]["location"]["row"] == example_line("custom_loop_retrace.py", "def train_step(")
+    assert "`step` is a Python value that changed (0, 1, 2, 3, 4, …)" in found["TFL801"]["message"]
+    assert found["TFL810"]["location"]["row"] == example_line("custom_loop_retrace.py", "loss.numpy()")
+    assert "32 times in the loop at line " + str(example_line("custom_loop_retrace.py", "for x, y in train")) in (
+        found["TFL810"]["message"])
+    proc, data = run_json("examples/run/custom_loop_retrace_fixed.py")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert not [f for f in data["findings"] if f["code"] in ("TFL801", "TFL810")]
+    [fn] = data["report"]["functions"]
+    assert fn["calls"] == 32 and fn["traces"] == 1

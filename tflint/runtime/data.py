@@ -55,6 +55,7 @@ class Stage:
     site: Optional[tuple[str, int]]
     parallel: Optional[bool] = None  # for map/interleave: whether it runs in parallel
     py_ops: list[dict[str, Any]] = field(default_factory=list)  # {"op", "node", "location"}
+    parse_ops: list[str] = field(default_factory=list)  # the tf.Example parsing ops its functions run
     multiplier: float = 1.0  # source elements per element of this prefix
     exhausted: bool = False  # the prefix ran out of elements while being measured (a small, finite dataset)
     rate: Optional[float] = None  # source elements per second of the prefix ending here
@@ -103,6 +104,21 @@ def _functions_of(obj) -> list[Any]:
 def _py_ops(fn) -> list[dict[str, Any]]:
     from .graph import PY_FUNC_OPS
 
+    return [{"op": op.type, "node": op.name, "graph": gname, "location": op_location(op)}
+            for op, gname in _operations(fn) if op.type in PY_FUNC_OPS]
+
+
+# `tf.io.parse_single_example`/`parse_example` (ParseExampleV2 in TF 2) and their sequence counterparts
+PARSE_OPS = {"ParseExample", "ParseExampleV2", "ParseSingleExample", "ParseSequenceExample", "ParseSequenceExampleV2",
+             "ParseSingleSequenceExample"}
+
+
+def _parse_ops(fn) -> list[str]:
+    return sorted({op.type for op, _ in _operations(fn) if op.type in PARSE_OPS})
+
+
+def _operations(fn) -> list[tuple[Any, str]]:
+    """The operations of a concrete function's graph and of the functions it calls (`tf.cond` branches...)."""
     found = []
     seen: set[int] = set()
 
@@ -110,15 +126,20 @@ def _py_ops(fn) -> list[dict[str, Any]]:
         if id(graph) in seen:
             return
         seen.add(id(graph))
-        for op in graph.get_operations():
-            if op.type in PY_FUNC_OPS:
-                found.append({"op": op.type, "node": op.name, "graph": gname, "location": op_location(op)})
+        found.extend((op, gname) for op in graph.get_operations())
         for name, f in getattr(graph, "_functions", {}).items():
             if getattr(f, "graph", None) is not None:
                 walk(f.graph, name)
 
     walk(fn.graph, getattr(fn, "name", ""))
     return found
+
+
+def parses_per_element(stage: Stage, stages: list[Stage]) -> bool:
+    """A `map` that parses tf.Example records before a `batch`: one record per call (TFL107's pattern)."""
+    if stage.kind != "map" or not stage.parse_ops or stage not in stages:
+        return False
+    return any(s.kind in ("batch", "padded_batch") for s in stages[stages.index(stage) + 1:])
 
 
 def _label(obj, kind: str) -> str:
@@ -168,6 +189,7 @@ def chain(ds) -> list[Stage]:
             st.parallel = "num_parallel_calls" in st.label
         for fn in _functions_of(obj):
             st.py_ops.extend(_py_ops(fn))
+            st.parse_ops.extend(op for op in _parse_ops(fn) if op not in st.parse_ops)
         size = getattr(obj, "_batch_size", None)
         if kind in ("batch", "padded_batch") and size is not None:
             try:
@@ -362,9 +384,11 @@ def bottleneck(
 
 def likely_limit(stages: list[Stage]) -> Optional[Stage]:
     """The stage most likely to limit a pipeline, from what it is (not measured): a Python generator or
-    `py_function`, then a sequential map/interleave, then a file source."""
+    `py_function`, then a sequential map/interleave, then a map that parses records one at a time before a
+    `batch`, then a file source."""
     for test in (lambda st: st.kind == "from_generator" or bool(st.py_ops),
                  lambda st: st.kind in ("map", "interleave") and st.parallel is False,
+                 lambda st: parses_per_element(st, stages),
                  lambda st: st.kind in ("TFRecordDataset", "TextLineDataset")):
         found = [st for st in stages if test(st)]
         if found:
@@ -393,6 +417,12 @@ def _recommendation(stage: Stage, stages: list[Stage]) -> str:
         if stage.kind == "map" and not stage.parallel:
             base = "parallelize it with `num_parallel_calls=tf.data.AUTOTUNE` (TFL101), and " + base
         return base + tail
+    if parses_per_element(stage, stages):
+        sequential = (", and parallelize the map with `num_parallel_calls=tf.data.AUTOTUNE` (TFL101)"
+                      if not stage.parallel else "")
+        return ("it parses the records one at a time (`tf.io.parse_single_example` mapped before `batch`): batch the "
+                "serialized records first and parse each batch with `tf.io.parse_example`, one vectorized op per "
+                f"batch (TFL107){sequential}" + tail)
     if stage.kind == "map" and not stage.parallel:
         return ("parallelize it with `num_parallel_calls=tf.data.AUTOTUNE` (TFL101), or vectorize it: batch first "
                 "and map over whole batches" + tail)

@@ -11,11 +11,18 @@
    after; and the pipeline alone, pulled from Python with no consumer. The script's stdout and stderr are closed
    to this work (it runs the user's pipeline and step again: a `print` or `tf.print` in them must not show).
 
+`model.fit(generator)` (a Python generator, which Keras 3 wraps in `from_generator` and a prefetch): the generator
+cannot be pulled again after the run, so it is wrapped in one that times each of its `next()` during the run (the
+generator alone) and keeps its first batches, on which the train function is then timed in memory as above.
+
 The step waits for input `W = S - C` per step (S: median step under fit, C: median step on batches in memory).
 TFL809 needs both measurements to agree: W at least half of S (option `min-wait-share`) and `min-wait-ms`, and the
-pipeline alone at least half as slow as W per step (else the step was slower under `fit` for another reason: the
-pipeline's threads competing for the CPU, other load). When input-bound, each prefix of the pipeline is measured
-as `tflint inspect` does (twice; a stage is named only when both measurements agree) to name the slowest stage.
+pipeline alone P per step explaining it: P at least W / 2, or P so much slower than C that even perfectly
+overlapped the step would wait `min-wait-share` of the time (P * (1 - share) >= C; this one does not depend on the
+machine's load staying the same between the run and the measurement after it). Otherwise the step was slower under
+`fit` for another reason (the pipeline's threads competing for the CPU, other load). When input-bound, each
+prefix of the pipeline is measured as `tflint inspect` does (twice; a stage is named only when both measurements
+agree) to name the slowest stage.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ import os
 import statistics
 import sys
 import time
+import types
 from typing import Any, Callable, Optional
 
 from .trace import is_user_file
@@ -39,12 +47,17 @@ STAGE_BUDGET = 4.0  # the per-prefix measurement (two measurements of half each)
 
 
 class FitRecord:
-    """One `model.fit(dataset, ...)` call from the user's code."""
+    """One `model.fit(dataset, ...)` or `model.fit(generator, ...)` call from the user's code."""
 
     def __init__(self, model, dataset, site: tuple[str, int]) -> None:
         self.model = model
-        self.dataset = dataset
+        self.dataset = dataset  # a tf.data dataset, or None when fit was given a Python generator
         self.site = site
+        # a Python generator: its name and `def` line, the seconds each of its `next()` took (measured in the run,
+        # on the tf.data thread Keras pulls it from) and the first batches it yielded (for the step in memory)
+        self.generator: Optional[dict[str, Any]] = None
+        self.generator_times: list[float] = []
+        self.generator_batches: list[Any] = []
         self.epochs = 0
         self.epoch_step = 0
         self.steps = 0  # all steps
@@ -91,29 +104,100 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
                 if len(rec.steady) < _SAMPLE:
                     rec.steady.append(dt)
 
+    # a PyDataset given to fit: the batches its adapter hands tf.data, timed (id of the PyDataset -> its record,
+    # while that fit runs)
+    from keras.src.trainers.data_adapters import py_dataset_adapter
+
+    adapter_cls = py_dataset_adapter.PyDatasetAdapter
+    original_iterator = adapter_cls._get_iterator
+    py_datasets: dict[int, FitRecord] = {}
+
+    def _get_iterator(adapter):
+        it = original_iterator(adapter)
+        rec = py_datasets.get(id(getattr(adapter, "py_dataset", None)))
+        return it if rec is None else _timed_generator(it, rec)
+
     def fit(model, *args, **kwargs):
         x = args[0] if args else kwargs.get("x")
         caller = sys._getframe(1)
         given = args[5] if len(args) > 5 else kwargs.get("callbacks")
-        if (not isinstance(x, dataset_ops.DatasetV2) or not is_user_file(caller.f_code.co_filename)
+        is_generator = isinstance(x, types.GeneratorType)  # what Keras 3 takes for a Python generator
+        is_py_dataset = isinstance(x, py_dataset_adapter.PyDataset)
+        if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator or is_py_dataset)
+                or not is_user_file(caller.f_code.co_filename)
                 or not (given is None or isinstance(given, (list, tuple)))):  # a CallbackList of the user's: left alone
             return original(model, *args, **kwargs)
-        record = FitRecord(model, x, (os.path.abspath(caller.f_code.co_filename), caller.f_lineno))
+        site = (os.path.abspath(caller.f_code.co_filename), caller.f_lineno)
+        record = FitRecord(model, x if isinstance(x, dataset_ops.DatasetV2) else None, site)
+        if is_generator:
+            record.generator = _generator_info(x)
+            timed = _timed_generator(x, record)
+            if args:
+                args = (timed, *args[1:])
+            else:
+                kwargs["x"] = timed
+        elif is_py_dataset:
+            record.generator = _py_dataset_info(x)
         observer_fits.append(record)
         timer = _StepTimer(record)
         if len(args) > 5:  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
             args = (*args[:5], [*(args[5] or []), timer], *args[6:])
         else:
             kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), timer]
-        return original(model, *args, **kwargs)
+        if not is_py_dataset:
+            return original(model, *args, **kwargs)
+        py_datasets[id(x)] = record
+        try:
+            return original(model, *args, **kwargs)
+        finally:
+            py_datasets.pop(id(x), None)
 
     fit.__wrapped__ = original  # type: ignore[attr-defined]
     TensorFlowTrainer.fit = fit
+    adapter_cls._get_iterator = _get_iterator
 
     def uninstall() -> None:
         TensorFlowTrainer.fit = original
+        adapter_cls._get_iterator = original_iterator
 
     return uninstall
+
+
+def _generator_info(gen) -> dict[str, Any]:
+    return {"kind": "generator", **_code_site(getattr(gen, "gi_code", None),
+                                              getattr(gen, "__name__", None) or "generator")}
+
+
+def _py_dataset_info(ds) -> dict[str, Any]:
+    """A `keras.utils.PyDataset`: its class, the `def` of its `__getitem__`, and how it runs (workers, processes)."""
+    getitem = getattr(type(ds), "__getitem__", None)
+    return {"kind": "py_dataset", **_code_site(getattr(getitem, "__code__", None), f"{type(ds).__name__}.__getitem__"),
+            "workers": getattr(ds, "workers", 1) or 1, "processes": bool(getattr(ds, "use_multiprocessing", False))}
+
+
+def _code_site(code, name: str) -> dict[str, Any]:
+    file = os.path.abspath(code.co_filename) if code is not None else None
+    user = bool(file and is_user_file(file))
+    return {"name": name, "file": file if user else None, "line": code.co_firstlineno if user else None}
+
+
+def _timed_generator(gen, record: FitRecord):
+    """Yields what `gen` yields, timing each of its `next()`: the time the user's Python takes per batch (for a
+    PyDataset, the time its adapter takes to hand over the next batch: `__getitem__`, or the wait on its workers'
+    queue). Keras pulls it from a tf.data thread (`from_generator`), so this is the time the step would wait for
+    when the input is the slower side. A generator, so that Keras takes it for the user's."""
+    while True:
+        t0 = time.perf_counter()
+        try:
+            item = next(gen)
+        except StopIteration:
+            return
+        dt = time.perf_counter() - t0
+        if len(record.generator_times) < _SAMPLE:
+            record.generator_times.append(dt)
+        if len(record.generator_batches) < MEMORY_BATCHES:
+            record.generator_batches.append(item)
+        yield item
 
 
 @contextlib.contextmanager
@@ -175,14 +259,29 @@ def _probe_pipeline(ds) -> tuple[Optional[float], list[Any]]:
     return (statistics.median(times) if len(times) >= 3 else None), batches
 
 
-def _memory_step(model, ds, batches: list[Any]) -> Optional[float]:
-    """Median seconds of the model's train function on batches already in memory (no input wait)."""
+def _generator_spec(batches: list[Any]):
+    """The element spec Keras gives a generator's batches (`get_tensor_spec`: dimensions that vary are None), so
+    that the train function it traced in the run takes them without tracing again."""
+    import tensorflow as tf
+
+    try:
+        from keras.src.trainers.data_adapters import data_adapter_utils
+
+        return data_adapter_utils.get_tensor_spec(batches)
+    except (ImportError, AttributeError, TypeError, ValueError):  # another Keras: batch dimension relaxed only
+        return tf.nest.map_structure(
+            lambda a: tf.TensorSpec([None, *tf.convert_to_tensor(a).shape[1:]], tf.convert_to_tensor(a).dtype),
+            batches[0])
+
+
+def _memory_step(model, spec, batches: list[Any]) -> Optional[float]:
+    """Median seconds of the model's train function on batches already in memory (no input wait). `spec`: the
+    element spec of the dataset the train function was traced for."""
     import tensorflow as tf
 
     fn = getattr(model, "train_function", None)
     if fn is None or not batches:
         return None
-    spec = ds.element_spec
     mem = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=spec).cache().repeat()
     strategy = model.distribute_strategy
     dist = mem if isinstance(mem, tf.distribute.DistributedDataset) else strategy.experimental_distribute_dataset(mem)
@@ -218,12 +317,18 @@ def measure_fits(records: list[FitRecord], opts: dict[str, Any]) -> None:
         out: dict[str, Any] = {}
         try:
             with silenced():
-                per_batch, batches = _probe_pipeline(rec.dataset)
-                memory = _memory_step(rec.model, rec.dataset, batches)
+                if rec.generator is not None:  # the generator, timed in the run (it cannot be pulled again)
+                    times = rec.generator_times[WARMUP_STEPS:]
+                    per_batch = statistics.median(times) if len(times) >= 3 else None
+                    batches = rec.generator_batches
+                    memory = _memory_step(rec.model, _generator_spec(batches), batches) if batches else None
+                else:
+                    per_batch, batches = _probe_pipeline(rec.dataset)
+                    memory = _memory_step(rec.model, rec.dataset.element_spec, batches)
                 out = {"pipeline_s": per_batch, "memory_step_s": memory}
                 verdict = _verdict(rec, out, opts)
                 out.update(verdict)
-                if verdict["input_bound"]:
+                if verdict["input_bound"] and rec.dataset is not None:
                     out["stages_measured"] = _measure_stages(rec.dataset)
         except BaseException as exc:  # noqa: BLE001 - a failure here must not change the run's outcome
             out = {**out, "input_bound": False,
@@ -246,9 +351,18 @@ def _verdict(rec: FitRecord, m: dict[str, Any], opts: dict[str, Any]) -> dict[st
     if share < float(opts.get("input_min_wait_share", 0.5)) or wait * 1e3 < float(opts.get("input_min_wait_ms", 1.0)):
         return out
     if pipeline is None:
-        out["note"] = "the pipeline alone could not be timed (it ran out): no verdict"
+        out["note"] = ("the generator yielded too few batches to time: no verdict" if rec.generator is not None
+                       else "the pipeline alone could not be timed (it ran out): no verdict")
         return out
-    if pipeline * per_call < 0.5 * wait:
+    # the pipeline alone explains the wait when it needs half as long per step as the wait, or when it is so much
+    # slower than the step on batches in memory that the step would wait `min-wait-share` of the time even with
+    # input and step perfectly overlapped: the second holds however the machine's load moved between the run and
+    # this measurement (the step under fit and the pipeline alone are timed seconds apart)
+    min_share = float(opts.get("input_min_wait_share", 0.5))
+    alone = pipeline * per_call
+    explains = alone >= 0.5 * wait or (alone * (1.0 - min_share) >= memory
+                                       and (alone - memory) * 1e3 >= float(opts.get("input_min_wait_ms", 1.0)))
+    if not explains:
         out["note"] = (f"steps were slower under fit than on batches in memory, but the pipeline alone delivers a "
                        f"batch in {pipeline * 1e3:.2f} ms: not waiting for input (other load on the machine, or the "
                        "pipeline's threads competing with the step for the CPU)")
@@ -292,7 +406,8 @@ def _measure_stages(ds) -> dict[str, Any]:
 
 
 def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: Callable[[str], str]) -> list[dict[str, Any]]:
-    """One entry per fit fed a tf.data dataset; TFL809 at the `fit` line when it waited for its input."""
+    """One entry per fit fed a tf.data dataset or a Python generator; TFL809 at the `fit` line when it waited for
+    its input."""
     from . import data
 
     out = []
@@ -300,11 +415,12 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         m = rec.measured
         stages = []
         try:
-            stages = data.chain(rec.dataset)
+            stages = data.chain(rec.dataset) if rec.dataset is not None else []
         except Exception:  # noqa: BLE001 - a chain that cannot be followed: still timed
             stages = []
-        ds_site = data.site_of(rec.dataset)
+        ds_site = data.site_of(rec.dataset) if rec.dataset is not None else None
         entry = {
+            "generator": rec.generator,
             "file": rec.site[0], "line": rec.site[1],
             "dataset_file": ds_site[0] if ds_site else None, "dataset_line": ds_site[1] if ds_site else None,
             "epochs": rec.epochs, "steps": rec.steps, "steady_steps": rec.steady_n,
@@ -326,7 +442,26 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
                                  for st in stages)
         slowest = entry["slowest_stage"]
         by_label = {st.label: st for st in stages}
-        if slowest and slowest["label"] in by_label:
+        gen = rec.generator
+        offline = ("compute the features once before training and build the input with "
+                   "`tf.data.Dataset.from_tensor_slices` (or write TFRecords once), then `batch` and "
+                   "`prefetch(tf.data.AUTOTUNE)`; per-batch work that must stay goes in a `map` of TensorFlow ops "
+                   "with `num_parallel_calls=tf.data.AUTOTUNE` (TFL104)")
+        if gen is not None and gen.get("kind") == "py_dataset":
+            where = f" (defined at {short(gen['file'])}:{gen['line']})" if gen.get("file") else ""
+            how = (f"{gen['workers']} worker {'processes' if gen['processes'] else 'threads'}" if gen["workers"] > 1
+                   else "one thread, one batch at a time")
+            chain_text = f"the PyDataset `{gen['name']}`{where}, run on {how}"
+            more = ("more workers (`workers=`, and `use_multiprocessing=True` for Python that holds the GIL) in its "
+                    "constructor" if gen["workers"] > 1 else
+                    "`workers=4` in its constructor (threads; `use_multiprocessing=True` for Python that holds the GIL)")
+            advice = f"`{gen['name']}` builds the batches in Python while the step waits: give it {more}, or {offline}"
+        elif gen is not None:
+            where = f" (defined at {short(gen['file'])}:{gen['line']})" if gen.get("file") else ""
+            chain_text = f"the Python generator `{gen['name']}`{where}, pulled by Keras from one tf.data thread"
+            advice = (f"`{gen['name']}` produces each batch in Python, one at a time under the GIL, while the step "
+                      f"waits: {offline}")
+        elif slowest and slowest["label"] in by_label:
             st = by_label[slowest["label"]]
             where = f" at {short(slowest['file'])}:{slowest['line']}" if slowest.get("file") else ""
             advice = (f"the slowest stage, measured after the run, is `{st.label}`{where} "
@@ -344,15 +479,22 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         per = "step" if k == 1 else f"call of {k} steps"
         msg = (f"input-bound: `model.fit` waited for its input {entry['wait_share']:.0%} of each {per}: "
                f"{entry['step_ms']:.1f} ms per {per} under fit against {entry['memory_step_ms']:.1f} ms for the same "
-               f"train step on batches already in memory, and the pipeline alone needs "
+               f"train step on batches already in memory, and the "
+               f"{_SOURCE_NEEDS[gen['kind'] if gen else 'dataset']} "
                f"{entry['pipeline_ms_per_batch']:.1f} ms per batch ({rec.steady_n} steps measured): a faster model "
-               "would not train faster. " + (f"Pipeline: {chain_text}. " if chain_text else "")
+               "would not train faster. " + (f"Input: {chain_text}. " if gen is not None else
+                                             f"Pipeline: {chain_text}. " if chain_text else "")
                + advice[0].upper() + advice[1:])
         findings.append({"code": "TFL809", "message": msg, "file": file, "line": rec.site[1],
                          "extra": {"wait_share": entry["wait_share"], "wait_ms": entry["wait_ms_per_step"],
                                    "step_ms": entry["step_ms"], "memory_step_ms": entry["memory_step_ms"],
-                                   "hint": ".fit(", "sites": [[st.site[0], st.site[1]] for st in stages if st.site]}})
+                                   "hint": ".fit(", "sites": [[st.site[0], st.site[1]] for st in stages if st.site]
+                                   + ([[file, rec.site[1]]] if gen is not None else [])}})
     return out
+
+
+_SOURCE_NEEDS = {"dataset": "pipeline alone needs", "generator": "generator alone needs",
+                 "py_dataset": "PyDataset took"}
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:

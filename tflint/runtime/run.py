@@ -31,7 +31,7 @@ DEFAULT_TIMEOUT = 3600.0
 # retrace's call, a pipeline stage)
 _STATIC_COUNTERPART = {
     "TFL801": ("TFL202", "TFL203"),
-    "TFL809": ("TFL101", "TFL102", "TFL104", "TFL105", "TFL108", "TFL109"),
+    "TFL809": ("TFL101", "TFL102", "TFL104", "TFL105", "TFL107", "TFL108", "TFL109"),
 }
 
 
@@ -264,9 +264,11 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             where = f"{_display(it['loop_file'])}:{it['loop_line']}"
             made = f", dataset from line {it['line']}" if it.get("line") else ""
             verdict = "  <- input-bound" if it.get("input_bound") else ""
+            own = (f", distributed iterator {it['iterator_ms_per_element']:.2f} ms"
+                   if it.get("iterator_ms_per_element") is not None else "")
             lines.append(f"  loop at {where}{made}: {it['elements']} element(s), waited {it['wait_share']:.0%} "
-                         f"({it['wait_ms_per_element']:.2f} ms per element, step {it['step_ms_per_element']:.2f} ms)"
-                         f"{verdict}")
+                         f"({it['wait_ms_per_element']:.2f} ms per element, step {it['step_ms_per_element']:.2f} ms"
+                         f"{own}){verdict}")
         fits = report.get("fits", [])
         if fits:
             lines.append("model.fit input (step under fit against the same step on batches already in memory, "
@@ -274,11 +276,17 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
         for fit in fits:
             where = f"{_display(fit['file'])}:{fit['line']}"
             made = f", dataset from line {fit['dataset_line']}" if fit.get("dataset_line") else ""
+            gen = fit.get("generator")
+            if gen:
+                kind = "PyDataset" if gen.get("kind") == "py_dataset" else "generator"
+                made = f", {kind} `{gen['name']}`" + (f" (line {gen['line']})" if gen.get("line") else "")
             if fit.get("step_ms") is None or fit.get("memory_step_ms") is None:
                 lines.append(f"  fit at {where}{made}: {fit['steps']} step(s): {fit.get('note') or 'not measured'}")
                 continue
             verdict = "  <- input-bound" if fit.get("input_bound") else ""
-            alone = (f", pipeline alone {fit['pipeline_ms_per_batch']:.2f} ms per batch"
+            source = {"generator": "generator alone", "py_dataset": "PyDataset"}.get((gen or {}).get("kind"),
+                                                                                  "pipeline alone")
+            alone = (f", {source} {fit['pipeline_ms_per_batch']:.2f} ms per batch"
                      if fit.get("pipeline_ms_per_batch") is not None else "")
             lines.append(f"  fit at {where}{made}: {fit['steady_steps']} step(s), step {fit['step_ms']:.2f} ms, "
                          f"in memory {fit['memory_step_ms']:.2f} ms{alone}: waited {fit.get('wait_share') or 0:.0%}"
