@@ -85,6 +85,8 @@ class PythonScalarArgument(Check):
             if loop is not None and loop in loops:
                 return "is a Python loop counter" if depth == 0 else f"is computed from the loop counter `{name.value}`"
             b = self.index.lookup(name.value, name)
+            if depth == 0 and self._counted_later(name, loops):
+                return "is a Python counter updated in the loop"
             if b is None or not any(self.functions.is_inside(b.node, lp) for lp in loops):
                 continue
             if b.kind == "augassign":
@@ -94,6 +96,15 @@ class PythonScalarArgument(Check):
                 if why:
                     return why if depth else "is computed from a loop counter in the loop"
         return None
+
+    def _counted_later(self, name: cst.Name, loops: list) -> bool:
+        """`step += 1` later in the body of a loop around the call (`train_step(x, step)` then `step += 1`): the
+        loop repeats, so the next call sees the next value."""
+        scope = self.index.scope_of(name)
+        for b in scope.bindings.get(name.value, ()):
+            if b.kind == "augassign" and any(self.functions.is_inside(b.node, lp) for lp in loops):
+                return True
+        return False
 
     def _bind(self, fn, call: cst.Call):
         """(arg, param) pairs for a call of `fn` (None for a param that cannot be determined)."""
@@ -115,7 +126,8 @@ class PythonScalarArgument(Check):
         return out
 
     def _used_as_python(self, fn, param: cst.Param) -> bool:
-        """The parameter feeds `range(...)` or a `shape=`, indexes a Python list, tuple or dict (`SCALES[i]`), or
+        """The parameter feeds `range(...)`, Python's `min`/`max` (they compare with `<`: a symbolic tensor has no
+        Python truth value) or a `shape=`, indexes a Python list, tuple or dict (`SCALES[i]`), or
         meets a Python float in arithmetic (`0.95 ** step`):
         a tensor there would change what the function does, or fail (`tf.constant(3)` is int32, and an int32
         tensor does not mix with a Python float)."""
@@ -135,7 +147,7 @@ class PythonScalarArgument(Check):
                     return True
         for call in self.functions.body_nodes(fn, cst.Call):
             q = self.names.call_name(call)
-            args = call.args if q == "builtins.range" else [a for a in call.args if a.keyword and a.keyword.value in ("shape", "size", "num", "depth")]
+            args = call.args if q in ("builtins.range", "builtins.min", "builtins.max") else [a for a in call.args if a.keyword and a.keyword.value in ("shape", "size", "num", "depth")]
             for a in args:
                 if any(n.value == param.name.value for n in walk(a.value, cst.Name)):
                     return True
