@@ -102,8 +102,9 @@ class PythonScalarArgument(Check):
         loop repeats, so the next call sees the next value."""
         scope = self.index.scope_of(name)
         for b in scope.bindings.get(name.value, ()):
-            if b.kind == "augassign" and any(self.functions.is_inside(b.node, lp) for lp in loops):
-                return True
+            if b.kind == "augassign" and isinstance(b.node, cst.AugAssign) and isinstance(b.node.operator, cst.AddAssign) \
+                    and any(self.functions.is_inside(b.node, lp) for lp in loops):
+                return True  # `step += 1`; not `grid_size *= 2` over three anchor masks (a few values, by design)
         return False
 
     def _bind(self, fn, call: cst.Call):
