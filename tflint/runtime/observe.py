@@ -627,16 +627,23 @@ def input_report(obs: Observer, findings: list[dict[str, Any]], options: dict[st
         except Exception:  # noqa: BLE001 - a dataset whose chain cannot be followed: still timed
             stages = []
         # the loop's time: waiting for the pipeline, the step between elements, and (a distributed dataset) the
-        # distributed iterator's own work in next(), which is neither
-        total = loop.wait_s + loop.gap_s + loop.overhead_s
-        share = loop.wait_s / total if total > 0 else 0.0
-        wait_ms = 1e3 * loop.wait_s / loop.nexts if loop.nexts else 0.0
+        # distributed iterator's own work in next(), which is neither. With Python stages in the pipeline
+        # (`from_generator`, `py_function`) the two cannot be told apart: the pipeline's Python holds the GIL while
+        # the iterator's own Python waits for it, so where the time lands depends on scheduling, and all of next()
+        # counts as waiting for the input
+        python_stages = any(st.py_ops or st.kind == "from_generator" for st in stages)
+        merged = loop.distributed and python_stages
+        wait_s = loop.wait_s + (loop.overhead_s if merged else 0.0)
+        overhead_s = 0.0 if merged else loop.overhead_s
+        total = wait_s + loop.gap_s + overhead_s
+        share = wait_s / total if total > 0 else 0.0
+        wait_ms = 1e3 * wait_s / loop.nexts if loop.nexts else 0.0
         step_ms = 1e3 * loop.gap_s / loop.nexts if loop.nexts else 0.0
-        overhead_ms = 1e3 * loop.overhead_s / loop.nexts if loop.nexts else 0.0
+        overhead_ms = 1e3 * overhead_s / loop.nexts if loop.nexts else 0.0
         entry = {
             "file": loop.site[0] if loop.site else None, "line": loop.site[1] if loop.site else None,
             "loop_file": loop.loop_site[0], "loop_line": loop.loop_site[1], "iterators": loop.iterators,
-            "elements": loop.nexts, "wait_s": round(loop.wait_s, 4), "step_s": round(loop.gap_s, 4),
+            "elements": loop.nexts, "wait_s": round(wait_s, 4), "step_s": round(loop.gap_s, 4),
             "first_wait_s": round(loop.first_wait_s, 4), "wait_share": round(share, 3),
             "wait_ms_per_element": round(wait_ms, 3), "step_ms_per_element": round(step_ms, 3),
             "tf_function_calls": loop.calls_in_loop, "distributed": loop.distributed,
@@ -661,8 +668,13 @@ def input_report(obs: Observer, findings: list[dict[str, Any]], options: dict[st
                 advice = "end the pipeline with `.prefetch(tf.data.AUTOTUNE)` so it overlaps the step (TFL102)"
             else:
                 advice = "measure its stages with `tflint inspect FILE::FACTORY` (TFL806) to find the slow one"
-            own = (f" (and {overhead_ms:.1f} ms per element in the distributed iterator's own work, not counted as "
-                   "waiting)" if loop.distributed else "")
+            own = ""
+            if merged:
+                own = (" (the distributed iterator's own work counted as waiting: the pipeline's Python stages hold "
+                       "the GIL while it runs)")
+            elif loop.distributed:
+                own = (f" (and {overhead_ms:.1f} ms per element in the distributed iterator's own work, not counted as "
+                       "waiting)")
             msg = (f"input-bound: the loop at {_short(loop.loop_site[0])}:{loop.loop_site[1]} waited for this "
                    f"{'distributed ' if loop.distributed else ''}dataset {share:.0%} of the time, {wait_ms:.1f} ms per "
                    f"element in `next()` against {step_ms:.1f} ms of work between elements{own} ({loop.nexts} "
