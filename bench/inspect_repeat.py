@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from repeat_runs import ROOT, print_table, tflint  # a sibling module of the benchmark scripts
 FILE = "fixtures/runtime/datasets.py"
 # factory -> the verdict a correct analysis gives (a stage as `label@line-marker`, resolved to its line below)
 EXPECTED = {
@@ -68,11 +67,7 @@ def verdict(report: dict) -> str:
 
 
 def run_once(name: str) -> tuple[str, float]:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "tflint", "inspect", "--json", f"{FILE}::{name}"], cwd=ROOT,
-                          capture_output=True, text=True, env=env, timeout=900)
-    wall = time.perf_counter() - t0
+    proc, wall = tflint(["inspect", "--json", f"{FILE}::{name}"])
     if proc.returncode not in (0, 1):
         return f"error {proc.returncode}", wall
     return verdict(json.loads(proc.stdout)), wall
@@ -98,15 +93,8 @@ def main() -> int:
         common, n = Counter(got).most_common(1)[0]
         rows.append((name, exp, got, f"{n}/{args.runs} {common}", f"{sum(g == exp for g in got)}/{args.runs}",
                      sum(walls) / len(walls)))
-    if hasattr(os, "getloadavg"):
-        print(f"load average at end: {os.getloadavg()[0]:.1f}")
     head = ["pipeline", "expected", *[f"run {i + 1}" for i in range(args.runs)], "agreement", "as expected", "s/run"]
-    table = [head] + [[r[0], r[1], *r[2], r[3], r[4], f"{r[5]:.1f}"] for r in rows]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(head))]
-    for k, row in enumerate(table):
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(head, [[r[0], r[1], *r[2], r[3], r[4], f"{r[5]:.1f}"] for r in rows])
     return 0
 
 

@@ -18,12 +18,11 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from repeat_runs import ROOT, print_table, tflint  # a sibling module of the benchmark scripts
 FOLDER = "examples/run"
 # script -> the planted problems: (code, marker of the line the finding points at, what its message must say); in
 # the latter, `{at:MARKER}` stands for `examples/run/SCRIPT.py:LINE` and `{line:MARKER}` for LINE, the line of MARKER
@@ -69,11 +68,7 @@ def expected(name: str) -> list[tuple[str, int, list[str]]]:
 
 
 def run_once(name: str) -> tuple[list[dict], float, str, float]:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "tflint", "run", "--json", f"{FOLDER}/{name}.py"], cwd=ROOT,
-                          capture_output=True, text=True, env=env, timeout=900)
-    wall = time.perf_counter() - t0
+    proc, wall = tflint(["run", "--json", f"{FOLDER}/{name}.py"])
     if proc.returncode not in (0, 1):
         return [], wall, f"error {proc.returncode}: {proc.stderr[-300:]}", 0.0
     out = json.loads(proc.stdout)
@@ -120,16 +115,9 @@ def main() -> int:
         rows.append([f"{name}.py", planted, *got, f"{planted_ok}/{args.runs}" if want else "-",
                      "no" if not extra else f"yes ({extra}/{args.runs})",
                      f"{min(waits):.0%}–{max(waits):.0%}", f"{sum(walls) / len(walls):.1f}"])
-    if hasattr(os, "getloadavg"):
-        print(f"load average at end: {os.getloadavg()[0]:.1f}")
     head = ["script", "planted", *[f"run {i + 1}" for i in range(args.runs)], "planted, line and cause",
             "anything else", "waited", "s/run"]
-    table = [head] + rows
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(head))]
-    for k, row in enumerate(table):
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(head, rows)
     return 1 if failed else 0
 
 

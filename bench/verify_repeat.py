@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from repeat_runs import print_table, tflint  # a sibling module of the benchmark scripts
 FASTER, SAME, INCONCLUSIVE = "faster", "no difference", "inconclusive"
 
 # name -> (FILE::FACTORY, the verdicts a correct measurement may give; the first is the one expected)
@@ -44,13 +43,8 @@ CASES = {
 
 def run_once(target: str, budget: float | None, save: Path | None, tag: str) -> tuple[str, str, float]:
     """One `tflint verify --json` process: (verdict, median speedup as text, wall seconds)."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "tflint", "verify", "--json", target]
-    if budget is not None:
-        cmd += ["--budget", str(budget)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
-    wall = time.perf_counter() - t0
+    proc, wall = tflint(["verify", "--json", target, *(["--budget", str(budget)] if budget is not None else [])],
+                        timeout=1800)
     if save is not None:
         save.mkdir(parents=True, exist_ok=True)
         (save / f"{tag}.json").write_text(proc.stdout)
@@ -95,15 +89,8 @@ def main() -> int:
         common, n = Counter(got).most_common(1)[0]
         rows.append((name, " or ".join(ok), cells, f"{n}/{args.runs} {common}",
                      f"{sum(g in ok for g in got)}/{args.runs}", sum(walls) / len(walls)))
-    if hasattr(os, "getloadavg"):
-        print(f"load average at end: {os.getloadavg()[0]:.1f}")
     head = ["case", "expected", *[f"run {i + 1}" for i in range(args.runs)], "agreement", "as expected", "s/run"]
-    table = [head] + [[r[0], r[1], *r[2], r[3], r[4], f"{r[5]:.0f}"] for r in rows]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(head))]
-    for k, row in enumerate(table):
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(head, [[r[0], r[1], *r[2], r[3], r[4], f"{r[5]:.0f}"] for r in rows])
     return 1 if failed else 0
 
 
