@@ -328,6 +328,12 @@ def is_small_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
     return bound is not None and bound <= SMALL_LOOP
 
 
+def working_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
+    """The loop is not known to run only a handful of times and does training, evaluation or inference work: what
+    consumes a dataset, as opposed to a look at a few elements."""
+    return not is_small_loop(sem, loop) and loop_does_work(sem, loop)
+
+
 def loop_does_work(sem: Semantics, loop: cst.CSTNode) -> bool:
     """The loop's body does training, evaluation or inference work on what it iterates: it calls a graph function
     or a step/train function, runs a strategy or a session, applies gradients, or calls a Keras model method."""

@@ -121,6 +121,11 @@ class Pipeline:
             "prefetch" in src.upstream or (not src.upstream and src.upstream_kind in prefetched)))
 
     @property
+    def batched(self) -> bool:
+        """Its elements are batches: a batched source, or a batching step anywhere in the chain."""
+        return self.source_batched or any(s.method in BATCHING_METHODS for s in self.steps)
+
+    @property
     def source_batched(self) -> bool:
         src = self.source
         if src.kind == "project":

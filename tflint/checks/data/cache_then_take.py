@@ -6,7 +6,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
 from ..base import Check, NodeEdit
-from ..common import is_small_loop, iterated_values, loop_does_work, order_not_required
+from ..common import iterated_values, order_not_required, working_loop
 from .chain import dataset_call, mapped_fn, random_call, swap_adjacent, swap_through_variable
 
 # sources whose elements come in a random order (`list_files` shuffles the names by default, in every epoch)
@@ -26,8 +26,8 @@ class CacheThenTake(Check):
         if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= 1:
             return  # `cache().take(1)`: a look at one batch (`list(make().take(1))[0]`); re-reading it costs nothing
         loop = next((a for a in self.index.ancestors(node) if isinstance(a, cst.For)), None)
-        if isinstance(loop, cst.For) and any(v is node for v in iterated_values(self.sem, loop.iter)) and (
-                is_small_loop(self.sem, loop) or not loop_does_work(self.sem, loop)):
+        if isinstance(loop, cst.For) and any(v is node for v in iterated_values(self.sem, loop.iter)) \
+                and not working_loop(self.sem, loop):
             # `for x in ds.take(1): print(x)`, `for i, (x, y) in enumerate(ds.take(25)): plt.imshow(x)`: a one-off
             # look at the data, not a pipeline run every epoch
             return

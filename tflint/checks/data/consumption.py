@@ -18,7 +18,7 @@ import libcst as cst
 from ...semantics import Semantics
 from ...semantics.names import dotted_name
 from ...semantics.datasets import DATASET_METHODS
-from ..common import WORK_METHODS, is_small_loop, loop_does_work
+from ..common import WORK_METHODS, is_small_loop, working_loop
 
 PREVIEW, WORK, UNKNOWN, NEUTRAL = "preview", "work", "unknown", "neutral"
 
@@ -67,7 +67,7 @@ def preview_only(sem: Semantics, call: cst.CSTNode, budget: int = 80) -> bool:
 
 
 def _loop_kind(sem: Semantics, loop: cst.CSTNode) -> str:
-    if is_small_loop(sem, loop) or not loop_does_work(sem, loop):
+    if not working_loop(sem, loop):
         return PREVIEW
     return WORK
 

@@ -11,7 +11,7 @@ from ...semantics import NOT_LITERAL, Pipeline, get_arg, literal_value
 from ..base import Check
 from .chain import cheap_function, mapped_fn
 from ..common import (
-    INJECT_PREFETCH_SINCE, autotune, is_small_loop, is_work_call, iterated_values, loop_does_work, method_call, optimization_disabled,
+    INJECT_PREFETCH_SINCE, autotune, is_work_call, iterated_values, method_call, optimization_disabled, working_loop,
 )
 
 # Training consumes the pipeline epoch after epoch; `evaluate`/`predict` and `fit(validation_data=...)` read a
@@ -243,7 +243,7 @@ def training_reads(sem) -> list[tuple[cst.BaseExpression, str]]:
     for loop in sem.index.nodes(cst.For):
         # a loop that only looks at a few elements (`for x in ds.take(1): print(x)`) or does no training work on
         # them has nothing to overlap: only a loop that trains, evaluates or predicts counts as consuming
-        if is_small_loop(sem, loop) or not loop_does_work(sem, loop):
+        if not working_loop(sem, loop):
             continue
         for value in iterated_values(sem, loop.iter):  # `enumerate(ds)`, `tqdm(ds)`, `zip(ds_a, ds_b)`
             out.append((value, "a `for` loop"))
@@ -270,7 +270,7 @@ def _iterator_feeds_work(sem, call: cst.Call) -> bool:
             continue
         if sem.call_name(use) == "builtins.next":
             loops = index.enclosing_loops(use)
-            if loops and not is_small_loop(sem, loops[0]) and loop_does_work(sem, loops[0]):
+            if loops and working_loop(sem, loops[0]):
                 return True
         elif is_work_call(sem, use):
             return True

@@ -10,7 +10,6 @@ from ..common import (
     MAP_PARALLELIZATION_SINCE, add_keyword_arg, autotune, is_pure_tf, optimization_disabled, order_not_required, simulated_latency,
     python_function_call,
 )
-from ...semantics.datasets import BATCHING_METHODS
 from .chain import (
     cached_downstream, cheap_function, evaluation_pipeline, inside_parallel_interleave, random_call, synthetic_source,
 )
@@ -37,7 +36,7 @@ class MapWithoutParallelCalls(Check):
             return  # `range(1).repeat().map(fake)`: a fake-data stream (judged not worth acting on in real code)
         if cached_downstream(self.sem, node) is not None:
             return  # `map(f)...cache()`: f runs once, in the first epoch (judged not worth acting on in real code)
-        if inner is not None and (inner.source_batched or any(st.method in BATCHING_METHODS for st in inner.steps)):
+        if inner is not None and inner.batched:
             return  # a map over batches: one call per batch, already vectorized (judged not worth acting on)
         if inside_parallel_interleave(self.sem, node):
             return  # built per element of a parallel interleave: its workers already run these maps concurrently

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ...semantics.datasets import BATCHING_METHODS
 from ..base import Check
 from ..common import PYTHON_FUNCTIONS, calls_in_function, simulated_latency
 from .chain import cached_downstream
@@ -39,7 +38,7 @@ class PythonFunctionInPipeline(Check):
         if cached_downstream(self.sem, node) is not None:
             return  # `.cache()` further down: the Python function runs in the first epoch only
         inner = self.datasets.pipeline(func.value)
-        if inner is not None and (inner.source_batched or any(st.method in BATCHING_METHODS for st in inner.steps)):
+        if inner is not None and inner.batched:
             return  # a map over batches: one Python call per batch, its cost spread over the batch's elements
         call, q = found
         spelled = self.code_for(call.func)

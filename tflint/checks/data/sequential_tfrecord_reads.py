@@ -29,8 +29,7 @@ MANY_FILES = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "
 # TextLineDataset and FixedLengthRecordDataset take (filenames, compression_type, buffer_size[, ...]) only, TF 1.14's
 # take num_parallel_reads; TFRecordDataset has it in 1.12 already)
 PARALLEL_READS_SINCE = {"TextLineDataset": (1, 14), "FixedLengthRecordDataset": (1, 14)}
-GLOBS = frozenset({"glob.glob", "glob.iglob", "tensorflow.io.gfile.glob", "tensorflow.io.matching_files",
-                   "tensorflow.compat.v1.gfile.Glob", "tensorflow.gfile.Glob"})
+GLOBS = MANY_FILES - {"os.listdir", "tensorflow.io.gfile.listdir"}  # the ones that take a pattern
 _WILDCARD = re.compile(r"[*?\[]")
 _JOINS = frozenset({"os.path.join", "posixpath.join", "tensorflow.io.gfile.join", "pathlib.Path"})
 
@@ -44,8 +43,7 @@ def _pattern_wildcards(sem, expr: cst.BaseExpression, depth: int) -> Optional[bo
     if isinstance(expr, cst.SimpleString):
         return bool(_WILDCARD.search(expr.evaluated_value if isinstance(expr.evaluated_value, str) else ""))
     if isinstance(expr, cst.ConcatenatedString):
-        parts = [_pattern_wildcards(sem, expr.left, depth + 1), _pattern_wildcards(sem, expr.right, depth + 1)]
-        return True if True in parts else (False if False in parts else None)
+        return _either(_pattern_wildcards(sem, e, depth + 1) for e in (expr.left, expr.right))
     if isinstance(expr, cst.FormattedString):
         text = "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText))
         return bool(_WILDCARD.search(text)) if text else None
@@ -53,21 +51,26 @@ def _pattern_wildcards(sem, expr: cst.BaseExpression, depth: int) -> Optional[bo
         if isinstance(expr.operator, cst.Modulo):
             return _pattern_wildcards(sem, expr.left, depth + 1)
         if isinstance(expr.operator, (cst.Add, cst.Divide)):
-            parts = [_pattern_wildcards(sem, expr.left, depth + 1), _pattern_wildcards(sem, expr.right, depth + 1)]
-            return True if True in parts else (False if False in parts else None)
+            return _either(_pattern_wildcards(sem, e, depth + 1) for e in (expr.left, expr.right))
         return None
     if isinstance(expr, cst.Call):
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
             return _pattern_wildcards(sem, expr.func.value, depth + 1)
         if sem.call_name(expr) in _JOINS:
-            parts = [_pattern_wildcards(sem, a.value, depth + 1) for a in expr.args if not a.star and a.keyword is None]
-            return True if True in parts else (False if False in parts else None)
+            return _either(_pattern_wildcards(sem, a.value, depth + 1)
+                           for a in expr.args if not a.star and a.keyword is None)
         return None
     if isinstance(expr, cst.Name):
         b = sem.index.lookup(expr.value, expr)
         if b is not None and b.kind in ("assign", "annassign") and b.value is not None and b.value is not expr:
             return _pattern_wildcards(sem, b.value, depth + 1)
     return None
+
+
+def _either(parts) -> Optional[bool]:
+    """Joined pattern parts: True when any has a wildcard, False when some are literal and none has one."""
+    parts = list(parts)
+    return True if True in parts else (False if False in parts else None)
 
 
 class SequentialTfrecordReads(Check):

@@ -25,7 +25,7 @@ NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"
 # replay buffer, a step that logs `loss.numpy()`): `tf.function` cannot wrap it as written, so the claim that
 # wrapping it runs each step as one graph does not hold; unknown means silent
 NUMPY_READ = "calls `.numpy()`"
-HOST_VALUE_REASONS = ("it calls `.numpy()`", "it calls NumPy", "it converts a value to Python", "it calls `")  # passed ones too  # helpers too
+HOST_VALUE_REASONS = ("it calls `.numpy()`", "it calls NumPy", "it converts a value to Python", "it calls `")  # helpers and passed functions too
 
 
 class EagerTrainStep(Check):
