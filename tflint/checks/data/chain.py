@@ -698,8 +698,15 @@ def inside_parallel_interleave(sem, node: cst.CSTNode) -> bool:
     (`interleave(f, num_parallel_calls=...)`, `apply(parallel_interleave(f, cycle_length=k))`): each element's
     dataset is produced by its own worker, so the work inside is already parallel one level up."""
     owner = sem.functions.owner(node)
-    if owner is None:
-        return False
+    return owner is not None and id(owner) in _interleaved_functions(sem)
+
+
+def _interleaved_functions(sem) -> set[int]:
+    """ids of the functions parallel interleaves of the file call per element (once per file)."""
+    found = sem.__dict__.get("_tflint_interleaved")
+    if found is not None:
+        return found
+    found = set()
     for call in sem.index.nodes(cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "interleave":
@@ -711,6 +718,8 @@ def inside_parallel_interleave(sem, node: cst.CSTNode) -> bool:
             mapped = arg.value if arg is not None else None
         else:
             continue
-        if mapped is not None and sem.functions.resolve_callable(mapped) is owner:
-            return True
-    return False
+        fn = sem.functions.resolve_callable(mapped) if mapped is not None else None
+        if fn is not None:
+            found.add(id(fn))
+    sem.__dict__["_tflint_interleaved"] = found
+    return found

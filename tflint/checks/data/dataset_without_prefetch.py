@@ -222,7 +222,15 @@ class DatasetWithoutPrefetch(Check):
 def training_reads(sem) -> list[tuple[cst.BaseExpression, str]]:
     """The expressions whose dataset this file trains on, each with how: passed to `fit`, distributed, iterated by
     a `for` loop that does training work (through `enumerate`, `tqdm`, `zip`), or read with `next()` from an
-    `iter()` that feeds such work. Also what other modules of the project learn from a file's summary."""
+    `iter()` that feeds such work. Also what other modules of the project learn from a file's summary: once per
+    file for both."""
+    found = sem.__dict__.get("_tflint_training_reads")
+    if found is None:
+        found = sem.__dict__["_tflint_training_reads"] = _training_reads(sem)
+    return found
+
+
+def _training_reads(sem) -> list[tuple[cst.BaseExpression, str]]:
     out: list[tuple[cst.BaseExpression, str]] = []
     for node in sem.index.nodes(cst.Call):
         func = node.func
