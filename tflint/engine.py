@@ -21,6 +21,7 @@ from .registry import Registry, RuleMeta, impact_rank
 from .parsing import parse_module, release_memory, top_level_statements
 from .positions import Positions
 from .semantics import ProjectView, Semantics
+from .semantics.index import derives
 from .semantics.summary import outline, summarize
 from .source import LineIndex, common_affixes
 from .suppress import Directive, Suppressions, parse_directives, remove_codes
@@ -234,7 +235,7 @@ def _visit_methods(check_cls: type) -> list[tuple[str, type]]:
         for attr in dir(check_cls):
             if attr.startswith("visit_"):
                 typ = getattr(cst, attr[len("visit_"):], None)
-                if isinstance(typ, type) and issubclass(typ, cst.CSTNode):
+                if isinstance(typ, type) and derives(typ, (cst.CSTNode,)):
                     cached.append((attr, typ))
         _VISIT_CACHE[check_cls] = cached
     return cached

@@ -23,7 +23,7 @@ from libcst.metadata.position_provider import (
     WhitespaceInclusivePositionProvidingCodegenState,
 )
 
-from .semantics.index import Index
+from .semantics.index import Index, derives
 
 LINE_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
@@ -48,7 +48,7 @@ class _StartsState(CodegenState):
 
 
 _LINE_TYPES: frozenset = frozenset(
-    t for t in vars(cst).values() if isinstance(t, type) and issubclass(t, LINE_STATEMENTS)
+    t for t in vars(cst).values() if isinstance(t, type) and derives(t, tuple(LINE_STATEMENTS))
 )
 
 
