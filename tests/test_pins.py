@@ -38,6 +38,14 @@ def test_keras_2_from_pins():
     assert not pins_of_text([("requirements.txt", "tensorflow>=2.16\nkeras>=3\n")]).keras2
 
 
+def test_tensorflow_addons_means_keras_2():
+    """No TensorFlow Addons release supports TensorFlow 2.16 (Keras 3): a project depending on it runs Keras 2."""
+    pins = pins_of_text([("requirements.txt", "tqdm==4.62.3\ntensorflow_addons==0.14.0\n")])
+    assert pins.keras2 and pins.tensorflow == (2, 15) and "tensorflow-addons==0.14.0" in pins.source
+    assert pins_of_text([("requirements.txt", "tensorflow==2.11.0\ntensorflow-addons\n")]).tensorflow == (2, 11)
+    assert pins_of_text([("requirements.txt", "tensorflow-addon-extras\n")]) is None
+
+
 def test_nothing_pinned_is_no_pins():
     assert pins_of_text([("requirements.txt", "numpy\ntensorflow\n")]) is None
     assert pins_of_text([("requirements.txt", "# tensorflow==1.15\nnumpy\n")]) is None

@@ -91,6 +91,18 @@ def test_not_a_mistake_names_the_reason():
     assert not_a_mistake(["x = (1,"], 1, "SyntaxError: '(' was never closed") is None
 
 
+BIBTEX = ("@manual{Intro9, \n title={Advanced Model Training}, \n organization={DeepChem},\n"
+          " howpublished = {\\url{https://github.com/deepchem/deepchem}}, \n year={2021}, \n} \n")
+
+
+def test_a_citation_cell_is_not_a_mistake():
+    raw = nb_json("import tensorflow as tf\n", BIBTEX, "# Citing\n@article{smith2020,\n  author = {Smith},\n}\n")
+    assert findings(raw, select=("TFL001",)) == []
+    # a decorator with a brace is still a mistake, and so is an entry's shape without fields
+    raw = nb_json("import tensorflow as tf\n", "@tf.function{\ndef f(x):\n    return x\n", "@misc{key,\n}\nx = (1,\n")
+    assert [f.cell for f in findings(raw, select=("TFL001",))] == [2, 3]
+
+
 def test_a_file_ported_to_python3_keeps_its_print_statement_error():
     text = "from __future__ import print_function\nimport tensorflow as tf\nprint tf.zeros(3)\n"
     assert [f.code for f in tfl001(text)] == ["TFL001"]

@@ -10,7 +10,7 @@ is wrong for them. Without a `target-version` in the configuration, the target o
 - where those name no TensorFlow release, the `pip install` lines of the folder's Markdown (README.md, INSTALL.md,
   the installation pages under `docs/`, `doc/` or `g3doc/`);
 - Keras 2 when the project pins `keras<3` (or a 2.x release) or depends on `tf-keras`, or its TensorFlow is older
-  than 2.16 (where `tf.keras` is Keras 2).
+  than 2.16 (where `tf.keras` is Keras 2); a dependency on TensorFlow Addons allows no TensorFlow from 2.16 on.
 
 Nothing here imports or runs the project's code: setup.py is read as text.
 """
@@ -31,6 +31,9 @@ TF_PACKAGES = frozenset({
     "intel-tensorflow", "tensorflow-rocm",
 })
 KERAS2_PACKAGES = frozenset({"tf-keras", "tf_keras"})
+# TensorFlow Addons never supported Keras 3: its newest release (0.23.0) requires TensorFlow >= 2.13, < 2.16 (the
+# wheel's tensorflow_addons/version.py; 0.14.0: >= 2.4, < 2.7), so a project that depends on it runs Keras 2
+ADDONS_PACKAGES = frozenset({"tensorflow-addons", "tensorflow_addons"})
 _NAME = r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)"
 _REQ = re.compile(_NAME + r"\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:[<>=!~^]=?|===)\s*[^;#\s,'\"]+(?:\s*,\s*(?:[<>=!~]=?)\s*[^;#\s,'\"]+)*)?")
 _VERSION = re.compile(r"(\d+)(?:\.(\d+|\*))?(?:\.(\d+|\*))?")
@@ -136,6 +139,8 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
         for name, spec in requirements(text):
             if name in TF_PACKAGES:
                 tf_specs.append((fname, name, spec))
+            elif name in ADDONS_PACKAGES:
+                tf_specs.append((fname, f"{name}{spec} (TensorFlow ", "<2.16)"))
             elif name in KERAS2_PACKAGES:
                 keras2, keras_source = True, f"{fname}: {name}{spec}"
             elif name == "keras" and spec and not any(allows(spec, (3, m)) for m in range(0, 20)):

@@ -334,6 +334,13 @@ def working_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
     return not is_small_loop(sem, loop) and loop_does_work(sem, loop)
 
 
+def reading_loop_trains(sem: Semantics, loop: cst.CSTNode) -> bool:
+    """A loop over a dataset that consumes it as training (or evaluation, inference) input: a working loop that does
+    not draw every element it reads (`for x, y in ds.batch(1): plt.bar(..., model(x)); plt.show()` is a figure per
+    sample, paced by the drawing, with nothing for a prefetch to overlap)."""
+    return working_loop(sem, loop) and not display_code(sem, loop)
+
+
 def loop_does_work(sem: Semantics, loop: cst.CSTNode) -> bool:
     """The loop's body does training, evaluation or inference work on what it iterates: it calls a graph function
     or a step/train function, runs a strategy or a session, applies gradients, or calls a Keras model method."""
@@ -411,6 +418,26 @@ def display_code(sem: Semantics, node: Optional[cst.CSTNode], depth: int = 1) ->
             target = sem.functions.resolve_callable(call.func)
             if isinstance(target, cst.FunctionDef) and target is not node and display_code(sem, target, depth - 1):
                 return True
+    return False
+
+
+def video_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
+    """The loop reads frames from a video capture (`while cap.isOpened(): ok, frame = cap.read()` with `cap =
+    cv2.VideoCapture(...)`): it runs once per frame for as long as the stream lasts, so what it draws (`cv2.imshow`)
+    is a live view, not a figure's handful of samples, and per-call overhead caps the frame rate."""
+    parts = [getattr(loop, "test", None), getattr(loop, "body", None)]
+    for part in parts:
+        if part is None:
+            continue
+        for call in nodes_under(part, cst.Call):
+            f = call.func
+            if not (isinstance(f, cst.Attribute) and f.attr.value in ("read", "isOpened", "grab", "retrieve")):
+                continue
+            if isinstance(f.value, cst.Name):
+                b = sem.index.lookup(f.value.value, f.value)
+                value = b.value if b is not None and b.kind == "assign" else None
+                if isinstance(value, cst.Call) and (sem.call_name(value) or "").endswith("VideoCapture"):
+                    return True
     return False
 
 

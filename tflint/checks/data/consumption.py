@@ -18,7 +18,7 @@ import libcst as cst
 from ...semantics import Semantics
 from ...semantics.names import dotted_name
 from ...semantics.datasets import DATASET_METHODS
-from ..common import WORK_METHODS, is_small_loop, working_loop
+from ..common import WORK_METHODS, is_small_loop, reading_loop_trains
 
 PREVIEW, WORK, UNKNOWN, NEUTRAL = "preview", "work", "unknown", "neutral"
 
@@ -67,8 +67,8 @@ def preview_only(sem: Semantics, call: cst.CSTNode, budget: int = 80) -> bool:
 
 
 def _loop_kind(sem: Semantics, loop: cst.CSTNode) -> str:
-    if not working_loop(sem, loop):
-        return PREVIEW
+    if not reading_loop_trains(sem, loop):
+        return PREVIEW  # a look at a few elements, or a loop that draws every element it reads (a figure per sample)
     return WORK
 
 

@@ -11,7 +11,8 @@ from ...semantics import NOT_LITERAL, Pipeline, get_arg, literal_value
 from ..base import Check
 from .chain import cheap_function, mapped_fn
 from ..common import (
-    INJECT_PREFETCH_SINCE, autotune, is_work_call, iterated_values, method_call, optimization_disabled, working_loop,
+    INJECT_PREFETCH_SINCE, autotune, is_work_call, iterated_values, method_call, optimization_disabled,
+    reading_loop_trains,
 )
 
 # Training consumes the pipeline epoch after epoch; `evaluate`/`predict` and `fit(validation_data=...)` read a
@@ -251,7 +252,7 @@ def _training_reads(sem) -> list[tuple[cst.BaseExpression, str]]:
     for loop in sem.index.nodes(cst.For):
         # a loop that only looks at a few elements (`for x in ds.take(1): print(x)`) or does no training work on
         # them has nothing to overlap: only a loop that trains, evaluates or predicts counts as consuming
-        if not working_loop(sem, loop):
+        if not reading_loop_trains(sem, loop):
             continue
         for value in iterated_values(sem, loop.iter):  # `enumerate(ds)`, `tqdm(ds)`, `zip(ds_a, ds_b)`
             out.append((value, "a `for` loop"))
@@ -278,7 +279,7 @@ def _iterator_feeds_work(sem, call: cst.Call) -> bool:
             continue
         if sem.call_name(use) == "builtins.next":
             loops = index.enclosing_loops(use)
-            if loops and working_loop(sem, loops[0]):
+            if loops and reading_loop_trains(sem, loops[0]):
                 return True
         elif is_work_call(sem, use):
             return True

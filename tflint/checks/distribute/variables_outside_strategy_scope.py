@@ -148,6 +148,24 @@ class VariablesOutsideStrategyScope(Check):
             child = a
         return False
 
+    def _builder_scopes(self, call: cst.Call) -> bool:
+        """`call` runs a same-file function that opens `strategy.scope()` itself (`def get_model(): with
+        strategy.scope(): model = ...`; `compile` after the block is allowed): the model is created in scope."""
+        fn = self.functions.resolve_callable(call.func)
+        return isinstance(fn, cst.FunctionDef) and any(self.index.contains(fn, w) for w in scope_blocks(self.sem))
+
+    def _scoped_counterpart(self, call: cst.Call, owner, what: str) -> bool:
+        """The same function (or module) also creates the same kind of object inside `strategy.scope()` and uses it
+        too (trains the model, compiles the optimizer): the unscoped one is its deliberate single-device counterpart,
+        a baseline the distributed result is compared against."""
+        for w in scope_blocks(self.sem):
+            if self.functions.owner(w) is not owner:
+                continue
+            for c in nodes_under(w.body, cst.Call):
+                if c is not call and self._creates(c) == what and self._used_distributed(c, what):
+                    return True
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         if not self.strategies:
             return
@@ -164,6 +182,8 @@ class VariablesOutsideStrategyScope(Check):
             return  # the outer creation is the one reported
         if self._other_branch_scoped(node):
             return  # `if distributed: with strategy.scope(): ... else: ...`: the else runs with no strategy
+        if self._builder_scopes(node) or self._scoped_counterpart(node, owner, what):
+            return
         if not self._used_distributed(node, what):
             return  # a claim needs evidence: host-side metrics, step counters and CPU-evaluation models stay silent
         name = strategy.rsplit(".", 1)[-1]

@@ -8,7 +8,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
 from ..base import Check
-from ..common import display_code, is_small_loop, loop_bound, user_paced
+from ..common import display_code, is_small_loop, loop_bound, user_paced, video_loop
 from .models import is_model_value
 
 # Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
@@ -48,7 +48,8 @@ class PredictInLoop(Check):
             return  # `predict(x[i:i + batch_size])`, `batch_size=64`: a batch per call
         if any(user_paced(self.sem, loop) for loop in loops):
             return  # `input("Continue?")` each iteration, or the files the user uploaded: a person sets the pace
-        if display_code(self.sem, loops[0]) or (via is not None and display_code(self.sem, self.index.enclosing_function(node))):
+        if (display_code(self.sem, loops[0]) or (via is not None and display_code(self.sem, self.index.enclosing_function(node)))) \
+                and not video_loop(self.sem, loops[0]):
             return  # each prediction is drawn (`plt.imshow`, `display(...)`): a figure's handful of samples
         model = self.code_for(func.value)
         where = "inside a loop" if via is None else f"in a function called in a loop (`{self.code_for(via.func)}(...)`)"

@@ -36,6 +36,15 @@ NO_OP_PREFIXES = (
     "tensorflow.train.SingularMonitoredSession", "tensorflow.compat.v1.train.SingularMonitoredSession",
     "tensorflow.train.Scaffold", "tensorflow.compat.v1.train.Scaffold",
     "tensorflow.train.MonitoredTrainingSession", "tensorflow.compat.v1.train.MonitoredTrainingSession",
+    # checkpoint files and traces read or written in Python: a `checkpoint` text proto parsed, a checkpoint's
+    # variables listed, RunMetadata's step stats formatted as a Chrome trace, a projector config written
+    "tensorflow.train.get_checkpoint_state", "tensorflow.compat.v1.train.get_checkpoint_state",
+    "tensorflow.train.checkpoint_exists", "tensorflow.compat.v1.train.checkpoint_exists",
+    "tensorflow.train.list_variables", "tensorflow.compat.v1.train.list_variables", "tensorflow.train.load_variable",
+    "tensorflow.compat.v1.train.load_variable", "tensorflow.train.load_checkpoint", "tensorflow.compat.v1.train.load_checkpoint",
+    "tensorflow.train.NewCheckpointReader", "tensorflow.compat.v1.train.NewCheckpointReader",
+    "tensorflow.python.client.timeline.", "tensorflow.contrib.tensorboard.plugins.projector.",
+    "tensorboard.plugins.projector.", "tensorflow.compat.as_", "tensorflow.compat.v1.compat.as_",
     # reads the existing global-step tensor (`int(sess.run(global_step_tensor))`), adds no op
     "tensorflow.train.global_step", "tensorflow.compat.v1.train.global_step",
 )
