@@ -56,6 +56,8 @@ class RemovedKerasApi(DeclarativeCheck):
                 self.skip_file = True
 
     def report(self, node, message=None, **kwargs) -> None:
+        if self._keras == 2 and message and message.startswith("`lr=`") and _default_rate(self.sem, node):
+            return  # `Adam(lr=1e-3)` on Keras 2.11+: `lr` is ignored, and the default it falls back to is that value
         if self._keras == 2 and message:
             message = message.replace(
                 ' is not accepted by Keras 3 optimizers ("Argument(s) not recognized")',
@@ -94,3 +96,22 @@ class RemovedKerasApi(DeclarativeCheck):
                 self.report(call, e.get("message"), start_node=func.attr)
                 return
         super()._report_call(call, e, what)
+
+
+# the default `learning_rate` of each optimizer in Keras 2.11-2.15 (tf_keras 2.15.0's optimizers/*.py) and Keras 3
+_DEFAULT_RATES = {"Adam": 0.001, "SGD": 0.01, "RMSprop": 0.001, "Adagrad": 0.001, "Adadelta": 0.001, "Adamax": 0.001,
+                  "Nadam": 0.001, "Ftrl": 0.001, "AdamW": 0.001}
+
+
+def _default_rate(sem, call) -> bool:
+    """`call` passes `lr=` a literal equal to its optimizer's default learning rate."""
+    if not isinstance(call, cst.Call):
+        return False
+    name = (sem.call_name(call) or "").rsplit(".", 1)[-1]
+    arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "lr"), None)
+    if name not in _DEFAULT_RATES or arg is None:
+        return False
+    try:
+        return float(cst.Module([]).code_for_node(arg.value)) == _DEFAULT_RATES[name]
+    except ValueError:
+        return False
