@@ -147,8 +147,8 @@ class NotebookDocument(Document):
         return True
 
     def _deliberate_cell(self, e) -> bool:
-        """A cell that does not compile on purpose: an exercise blank or a citation (tflint.unfinished), or, in a Colab notebook, a
-        cell magic after comment lines (Colab runs `# note\\n%%html\\n<p>...`; IPython would not). Python 2 is
+        """A cell that does not compile on purpose: an exercise blank or a citation (tflint.unfinished), or, in a
+        Colab notebook, a cell magic after comment lines (Colab runs `# note\\n%%html\\n<p>...`; IPython would not). Python 2 is
         decided by the kernel the notebook was saved with (`Notebook.python2`): under a Python 3 kernel, `print x`
         fails when the user runs the cell."""
         from .unfinished import citation, exercise_blank

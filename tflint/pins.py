@@ -140,7 +140,7 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
             if name in TF_PACKAGES:
                 tf_specs.append((fname, name, spec))
             elif name in ADDONS_PACKAGES:
-                tf_specs.append((fname, f"{name}{spec} (TensorFlow ", "<2.16)"))
+                tf_specs.append((fname, f"{name}{spec} -> tensorflow", "<2.16"))
             elif name in KERAS2_PACKAGES:
                 keras2, keras_source = True, f"{fname}: {name}{spec}"
             elif name == "keras" and spec and not any(allows(spec, (3, m)) for m in range(0, 20)):

@@ -48,7 +48,7 @@ class _StartsState(CodegenState):
 
 
 _LINE_TYPES: frozenset = frozenset(
-    t for t in vars(cst).values() if isinstance(t, type) and derives(t, tuple(LINE_STATEMENTS))
+    t for t in vars(cst).values() if isinstance(t, type) and derives(t, LINE_STATEMENTS)
 )
 
 

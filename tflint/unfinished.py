@@ -1,6 +1,7 @@
-"""Syntax errors that are not mistakes: code written for Python 2, and exercise templates with blanks to fill in.
+"""Syntax errors that are not mistakes: code written for Python 2, exercise templates with blanks to fill in, and
+citations pasted into notebook cells.
 
-tflint reports a file or cell it cannot parse (TFL001) because the user loses its analysis. Two kinds of text fail
+tflint reports a file or cell it cannot parse (TFL001) because the user loses its analysis. Three kinds of text fail
 to parse on purpose, and the judges of the real-code ledger called every such finding wrong or not worth a look:
 
 - **Python 2 source** (`print x`, `except E, e:`, `exec "..."`, `0777`, backquotes, `ur"..."`): a course's or an
@@ -12,7 +13,7 @@ to parse on purpose, and the judges of the real-code ledger called every such fi
   cell of every tutorial of some projects ("cite this tutorial"). It holds no code and hides none (round 14: 24 of
   a project's 26 findings, all judged not worth a look).
 
-Both are left out without a finding, as a Python 2 notebook's cells already are (tflint.notebook).
+All are left out without a finding, as a Python 2 notebook's cells already are (tflint.notebook).
 """
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def citation(lines: Sequence[str]) -> bool:
 
 
 def not_a_mistake(lines: Sequence[str], row: int, message: str) -> Optional[str]:
-    """Why the syntax error at `row` is deliberate ("Python 2 source", "an exercise blank"), or None. A file that
+    """Why the syntax error at `row` is deliberate ("Python 2 source", "an exercise blank", "a citation"), or None. A file that
     imports `print_function` from `__future__` was ported to Python 3: a `print x` left in it is a mistake."""
     ported = any("print_function" in ln and "__future__" in ln for ln in lines)
     if python2_source(lines, row, message) and not ported:

@@ -182,10 +182,10 @@ class VariablesOutsideStrategyScope(Check):
             return  # the outer creation is the one reported
         if self._other_branch_scoped(node):
             return  # `if distributed: with strategy.scope(): ... else: ...`: the else runs with no strategy
-        if self._builder_scopes(node) or self._scoped_counterpart(node, owner, what):
-            return
         if not self._used_distributed(node, what):
             return  # a claim needs evidence: host-side metrics, step counters and CPU-evaluation models stay silent
+        if self._builder_scopes(node) or self._scoped_counterpart(node, owner, what):
+            return  # created in scope by the builder, or the single-device baseline of a scoped twin
         name = strategy.rsplit(".", 1)[-1]
         self.report(node, f"{what} is created after a `{name}` exists but outside `with strategy.scope():`: its "
                           "variables are not distributed (not mirrored across replicas), so training does not run "

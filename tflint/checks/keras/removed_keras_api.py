@@ -9,7 +9,7 @@ from typing import Any
 
 import libcst as cst
 
-from ...semantics import get_arg
+from ...semantics import NOT_LITERAL, get_arg, literal_value
 from ...pins import keras2_style
 from ..declarative import DeclarativeCheck
 from ..evidence import version
@@ -107,11 +107,7 @@ def _default_rate(sem, call) -> bool:
     """`call` passes `lr=` a literal equal to its optimizer's default learning rate."""
     if not isinstance(call, cst.Call):
         return False
-    name = (sem.call_name(call) or "").rsplit(".", 1)[-1]
-    arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "lr"), None)
-    if name not in _DEFAULT_RATES or arg is None:
-        return False
-    try:
-        return float(cst.Module([]).code_for_node(arg.value)) == _DEFAULT_RATES[name]
-    except ValueError:
-        return False
+    default = _DEFAULT_RATES.get((sem.call_name(call) or "").rsplit(".", 1)[-1])
+    arg = get_arg(call, "lr")
+    value = literal_value(arg.value) if default is not None and arg is not None else NOT_LITERAL
+    return value is not NOT_LITERAL and value == default
