@@ -60,6 +60,8 @@ class Case:
         cfg = Config(target_explicit=True)
         if self.options.get("target"):
             cfg.target_version = parse_version(str(self.options["target"]), str(self.path))
+        if self.options.get("rule-options"):  # e.g. {"aliases": True}: the rule's own options, as pyproject sets them
+            cfg.rule_options = {default_registry().get(self.rule).name: dict(self.options["rule-options"])}
         select = [self.rule, *self.options.get("select", [])]  # a rule that needs others (TFL002: a stale noqa)
         return Settings.create(default_registry(), cfg, select=select, unsafe_fixes=unsafe)
 

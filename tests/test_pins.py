@@ -38,6 +38,35 @@ def test_keras_2_from_pins():
     assert not pins_of_text([("requirements.txt", "tensorflow>=2.16\nkeras>=3\n")]).keras2
 
 
+def test_keras_3_only_means_tensorflow_2_16_or_newer():
+    """TensorFlow 2.16.1's wheel requires keras>=3.0.0 and 2.15.0's keras<2.16 (read from the releases' metadata):
+    a project that requires Keras 3 (keras-hub: `keras>=3.15`, TensorFlow unpinned) runs TF 2.16 or newer."""
+    pins = pins_of_text([("pyproject.toml", 'dependencies = [\n    "keras>=3.15",\n]\n')])
+    assert pins is not None and not pins.keras2 and pins.oldest == (2, 16) and "keras>=3.15" in pins.source
+    assert pins_of_text([("requirements.txt", "keras\n")]) is None  # unpinned: nothing known
+    assert pins_of_text([("requirements.txt", "keras>=2.4\n")]) is None  # 2.4 to 3.x: nothing known
+
+
+def test_an_upper_bound_below_keras_2_4_is_multi_backend_keras(tmp_path):
+    """bert4keras' setup.py: `keras<=2.3.1`, every release of which is multi-backend Keras, whose `predict` is a
+    loop around a cached backend function (no per-call set-up): a file that spells no `tf.keras` runs it, also
+    through the project's own module (`from bert4keras.backend import keras`), and TFL301 is silent there."""
+    assert pins_of_text([("setup.py", "install_requires=['keras<=2.3.1']")]).keras_version == (2, 3)
+    assert pins_of_text([("setup.py", "install_requires=['keras<2.5']")]).keras_version is None
+    loop = ("from mypkg.backend import keras\nimport numpy as np\nmodel = keras.models.load_model('m.h5')\n"
+            "for x in np.split(np.zeros((8, 2)), 8):\n    y = model.predict(x)\n")
+    tf_keras = loop.replace("from mypkg.backend import keras", "from tensorflow import keras")
+
+    def codes(folder, code):
+        project = _project(tmp_path / folder, None, code)
+        (project / "setup.py").write_text("from setuptools import setup\nsetup(install_requires=['keras<=2.3.1'])\n")
+        pins_for_folder.cache_clear()
+        return [f["code"] for f in _json(project, "--select", "TFL301", "m.py")]
+
+    assert codes("own-module", loop) == []
+    assert codes("tf-keras", tf_keras) == ["TFL301"]  # tf.keras is TensorFlow's own Keras, whatever keras is pinned
+
+
 def test_tensorflow_addons_means_keras_2():
     """No TensorFlow Addons release supports TensorFlow 2.16 (Keras 3): a project depending on it runs Keras 2."""
     pins = pins_of_text([("requirements.txt", "tqdm==4.62.3\ntensorflow_addons==0.14.0\n")])
@@ -83,12 +112,17 @@ TF1_MAP = ("import tensorflow as tf\nx = tf.placeholder(tf.float32)\n"
            "ds = tf.data.TFRecordDataset('a').map(lambda r: tf.io.parse_single_example(r, {}))\n")
 
 
-def _project(tmp_path, requirements, code, name="m.py"):
+def _project(tmp_path, requirements, code, name="m.py", pyproject=None):
     (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
     if requirements is not None:
         (tmp_path / "requirements.txt").write_text(requirements)
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
     (tmp_path / name).write_text(code)
     return tmp_path
+
+
+_ALIASES = "[tool.tflint.rules.{rule}]\naliases = true\n"  # report the deprecated aliases that still work
 
 
 def _json(tmp_path, *args):
@@ -377,10 +411,11 @@ def test_a_rename_needs_the_new_name_in_every_supported_release(tmp_path):
 
 def test_the_files_own_api_raises_the_oldest_release(tmp_path):
     """`tensorflow>=1.15` says 1.15, but a file that calls `distribute_datasets_from_function` (new in 2.4) runs on
-    2.4 at least: there the rename to `tf.distribute.TPUStrategy` (2.3) is safe. A file without such evidence keeps
-    the pins' lower bound and gets no rename."""
+    2.4 at least: there the rename to `tf.distribute.TPUStrategy` (2.3) is safe (asked for with `aliases = true`). A
+    file without such evidence keeps the pins' lower bound and gets no rename."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "requirements.txt").write_text("tensorflow>=1.15\n")
+    (tmp_path / "pyproject.toml").write_text(_ALIASES.format(rule="deprecated-distribute-api"))
     head = "import tensorflow as tf\nstrategy = tf.distribute.experimental.TPUStrategy(resolver)\n"
     (tmp_path / "a.py").write_text(head + "ds = strategy.distribute_datasets_from_function(make)\n")
     (tmp_path / "b.py").write_text(head)
@@ -426,14 +461,20 @@ def test_renaming_a_working_alias_needs_a_known_release(tmp_path):
     removed = "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\nstrategy.experimental_run_v2(f)\n"
     evidence = alias + "ds = strategy.distribute_datasets_from_function(make)\n"
 
-    def codes(folder, reqs, code):
-        return [f["code"] for f in _json(_project(tmp_path / folder, reqs, code), "--select", "TFL504", "m.py")]
+    def codes(folder, reqs, code, opted=True):
+        options = _ALIASES.format(rule="TFL504") if opted else None  # by code or by name: the same table
+        return [f["code"] for f in _json(_project(tmp_path / folder, reqs, code, pyproject=options),
+                                         "--select", "TFL504", "m.py")]
 
     assert codes("unpinned", None, alias) == []
     assert codes("pinned", "tensorflow>=2.6\n", alias) == ["TFL504"]
     assert codes("old", "tensorflow==2.1.0\n", alias) == []
     assert codes("evidence", None, evidence) == ["TFL504"]
     assert codes("removed", None, removed) == ["TFL504"]
+    # by default a working alias is not reported even where the release is known: it runs the same code
+    assert codes("pinned-default", "tensorflow>=2.6\n", alias, opted=False) == []
+    assert codes("evidence-default", None, evidence, opted=False) == []
+    assert codes("removed-default", None, removed, opted=False) == ["TFL504"]
 
 
 def test_deprecated_data_names_that_still_work_need_a_known_release(tmp_path):
@@ -442,12 +483,15 @@ def test_deprecated_data_names_that_still_work_need_a_known_release(tmp_path):
     code = ("import tensorflow as tf\n\ndef gen():\n    yield 1\n\n"
             "ds = tf.data.Dataset.from_generator(gen, output_types=tf.int64)\n")
 
-    def codes(folder, reqs):
-        return sorted(f["code"] for f in _json(_project(tmp_path / folder, reqs, code), "--select", "TFL110", "m.py"))
+    def codes(folder, reqs, opted=True):
+        options = _ALIASES.format(rule="deprecated-data-api") if opted else None
+        return sorted(f["code"] for f in _json(_project(tmp_path / folder, reqs, code, pyproject=options),
+                                               "--select", "TFL110", "m.py"))
 
     assert codes("unpinned", None) == []
     assert codes("pinned", "tensorflow>=2.6\n") == ["TFL110"]
     assert codes("old", "tensorflow==2.3.0\n") == []  # output_signature is new in 2.4
+    assert codes("pinned-default", "tensorflow>=2.6\n", opted=False) == []  # not asked for
 
 
 def test_deprecated_function_keywords_that_still_work_need_a_known_release(tmp_path):

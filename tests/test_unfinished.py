@@ -117,7 +117,7 @@ def test_python_files():
 
 def test_notebook_cells():
     raw = nb_json("import tensorflow as tf\n", "x = # TODO\n", "model = f(\n  # TODO: add layers\n  <insert layers here>\n)\n",
-                  "y = (1,\n")
+                  "y = (1,\n", "def fill(img):\n    # *** Add your solution here ***\n\nimg = load()\n")
     got = findings(raw, select=("TFL001",))
     assert [(f.cell, f.location.row) for f in got] == [(4, 1)]
 
@@ -165,3 +165,18 @@ def test_r_code_under_a_python_kernelspec_is_not_python():
     assert findings(nb_json(*r_cells), select=("TFL001",)) == []
     python = ("import tensorflow as tf\n", "# R would say: library(glue)\nx = (1,\n")
     assert [f.cell for f in findings(nb_json(*python), select=("TFL001",))] == [2]
+
+
+def test_r_cells_in_a_python_notebook_are_not_mistakes():
+    """TensorFlow Probability's notebooks hold R cells run after switching the Colab runtime to R."""
+    r_cells = ["suppressMessages({\n  library('glmnet')\n  library('lme4')\n})\n",
+               "data_dir <- '/tmp/glm'\nx <- as.matrix(read.csv(paste(data_dir, '/x.csv', sep='')))\n",
+               "data = read_csv(gfile::GFile('/tmp/radon.csv'))\n",
+               "ppc_dens_overlay(y = fit$y,\n                 yrep = posterior_predict(fit, draws = 50))\n",
+               "write.csv(as.data.frame(ranef(fit, condVar = TRUE)), '/tmp/fit.csv')\n"]
+    assert findings(nb_json("import tensorflow as tf\n", *r_cells), select=("TFL001",)) == []
+    # Python with the same characters in strings or comments, or a slice, is still a mistake
+    python = ["x = f('a <- b', \"fit$y\")  # data$county <- 1\ny = (1,\n", "z = a[1::2]\nw = [\n",
+              "library = load()\nlibrary.add(\n"]
+    got = findings(nb_json("import tensorflow as tf\n", *python), select=("TFL001",))
+    assert [f.cell for f in got] == [2, 3, 4]

@@ -319,7 +319,7 @@ def test_a_manual_fix_is_used_only_without_an_automatic_one(tmp_path):
 
         def make():
             def run():
-                for _ in range(3):
+                for _ in range(10):
                     double = tf.function(lambda t: t * 2)
                     double(tf.constant(1.0))
             return run, ()
@@ -327,7 +327,7 @@ def test_a_manual_fix_is_used_only_without_an_automatic_one(tmp_path):
         def make_fixed():
             double = tf.function(lambda t: t * 2)
             def run():
-                for _ in range(3):
+                for _ in range(10):
                     double(tf.constant(1.0))
             return run, ()
         """

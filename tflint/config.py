@@ -198,6 +198,7 @@ class Config:
             for v in codes:
                 if not registry.is_known(v):
                     raise ConfigError(f"{where}: unknown rule code or name {v!r} in `per-file-ignores.{pattern}`")
+        by_name: dict[str, dict[str, Any]] = {}
         for name, opts in self.rule_options.items():
             meta = registry.get(name)
             if meta is None:
@@ -207,6 +208,8 @@ class Config:
                     known = ", ".join(sorted(meta.options)) or "none"
                     raise ConfigError(f"{where}: unknown option `{k}` for rule {meta.name} (options: {known})")
                 check_option_type(v, meta.options[k], f"{where}: `rules.{meta.name}.{k}`")
+            by_name.setdefault(meta.name, {}).update(opts)  # `rules.TFL504` and `rules.<its name>` are one table
+        self.rule_options = by_name
 
     # -- queries -------------------------------------------------------------------------------------------
     def selected(self, registry) -> set[str]:

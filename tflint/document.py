@@ -147,11 +147,11 @@ class NotebookDocument(Document):
         return True
 
     def _deliberate_cell(self, e) -> bool:
-        """A cell that does not compile on purpose: an exercise blank or a citation (tflint.unfinished), or, in a
+        """A cell that does not compile on purpose: an exercise blank, a citation or R (tflint.unfinished), or, in a
         Colab notebook, a cell magic after comment lines (Colab runs `# note\\n%%html\\n<p>...`; IPython would not). Python 2 is
         decided by the kernel the notebook was saved with (`Notebook.python2`): under a Python 3 kernel, `print x`
         fails when the user runs the cell."""
-        from .unfinished import citation, exercise_blank
+        from .unfinished import citation, exercise_blank, r_code
 
         k = next((k for k, index in enumerate(self.notebook.code_cells) if index + 1 == e.cell), None)
         if k is None:
@@ -165,7 +165,7 @@ class NotebookDocument(Document):
 
             if runs_on_ipython8(self.notebook.sources[k]):
                 return True  # Colab's IPython 7.34 dedents by the first line: ` %%time`, ` params = {` run there
-        return exercise_blank(lines, e.row, e.message) or citation(lines)
+        return exercise_blank(lines, e.row, e.message) or citation(lines) or r_code(lines)
 
 
     @classmethod

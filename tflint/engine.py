@@ -31,6 +31,7 @@ SYNTAX_ERROR = "TFL001"
 UNUSED_SUPPRESSION = "TFL002"
 # A file that cannot contain TensorFlow code is not parsed by libcst (only checked for syntax).
 _TF_HINT = re.compile(r"tensorflow|keras|\btf\b|tfds|tf_keras")
+_TF_KERAS = re.compile(r"\btf\.keras\b|\btensorflow\.keras\b|from\s+tensorflow\s+import\s+[^\n]*\bkeras\b|\btf_keras\b")
 
 
 @dataclass
@@ -115,8 +116,9 @@ class Settings:
             if version > (1, 15):
                 version, keras2, source = (1, 15), True, (source + "; " if source else "") + "TF1 code in the file"
         # multi-backend Keras (standalone `keras` before 2.4, as a notebook printed it) runs TF1-style graphs
+        # (a file that spells no `tf.keras` runs the project's Keras: `from pkg.backend import keras` in bert4keras)
         multi_backend = (pins is not None and pins.keras_version is not None and pins.keras_version < (2, 4)
-                         and standalone_keras_import(text))
+                         and (standalone_keras_import(text) or not _TF_KERAS.search(text)))
         floor = pins.oldest if pins is not None and pins.tensorflow else None
         return Target(version, keras2, source, tf1=style is not None or version < (2, 0) or old_keras or multi_backend,
                       floor=floor)
@@ -336,6 +338,7 @@ def _check_module(text: str, path: str, module: cst.Module, settings: Settings, 
     errors: list[str] = []
     try:
         sem = Semantics(module, settings.dataset_functions, ProjectView(settings.project, path))
+        sem.notebook = path.endswith(".ipynb")  # its functions are local: the cells are the whole program
     except RecursionError:
         f = syntax_error_finding(path, "SyntaxError: too deeply nested to analyse", 1, 0, text)
         return CheckResult([f] if SYNTAX_ERROR in codes else [], syntax_error=f)

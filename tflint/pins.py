@@ -146,8 +146,16 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
             elif name == "keras" and spec and not any(allows(spec, (3, m)) for m in range(0, 20)):
                 keras2, keras_source = True, f"{fname}: keras{spec}"
                 exact = re.fullmatch(r"==(\d+)\.(\d+)(?:\.[\d*]+)?", spec)
+                newest = [r for r in ((2, m) for m in range(16)) if allows(spec, r)]
                 if exact:
                     keras_version = (int(exact.group(1)), int(exact.group(2)))
+                elif newest and newest[-1] < (2, 4):
+                    # `keras<=2.3.1`: every release it allows is multi-backend Keras, so the newest stands for them
+                    keras_version = newest[-1]
+            elif name == "keras" and spec and not any(allows(spec, (2, m)) for m in range(0, 16)):
+                # Keras 3 only (`keras>=3.15`): TensorFlow 2.16 is the first that accepts it (its wheel requires
+                # keras>=3.0.0; 2.15.0's requires keras<2.16), so the TensorFlow it runs with is 2.16 or newer
+                tf_specs.append((fname, f"keras{spec} -> tensorflow", ">=2.16"))
     if not tf_specs and not keras2:
         return None
     target: Optional[tuple[int, int]] = None

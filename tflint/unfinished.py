@@ -1,7 +1,7 @@
 """Syntax errors that are not mistakes: code written for Python 2, exercise templates with blanks to fill in, and
 citations pasted into notebook cells.
 
-tflint reports a file or cell it cannot parse (TFL001) because the user loses its analysis. Three kinds of text fail
+tflint reports a file or cell it cannot parse (TFL001) because the user loses its analysis. Four kinds of text fail
 to parse on purpose, and the judges of the real-code ledger called every such finding wrong or not worth a look:
 
 - **Python 2 source** (`print x`, `except E, e:`, `exec "..."`, `0777`, backquotes, `ur"..."`): a course's or an
@@ -9,6 +9,9 @@ to parse on purpose, and the judges of the real-code ledger called every such fi
   is older than the parser, not broken.
 - **An exercise blank**: `x = # TODO`, `preds =` under `# YOUR CODE HERE`, `<insert artifact ID here>`,
   `model = ___`: a template the reader completes (the course's solution file holds the finished code).
+- **R in a Python notebook**: cells of R (`fit <- glmnet(...)`, `gfile::GFile(...)`, `data$county`) in a
+  notebook saved with a Python kernel, which its author runs after switching the runtime to R (round 15: 11
+  findings in TensorFlow Probability's notebooks, all judged wrong). Only notebook cells are read this way.
 - **A citation**: a BibTeX entry (`@manual{key, title={...}, ...}`) pasted into a notebook's code cell, as the last
   cell of every tutorial of some projects ("cite this tutorial"). It holds no code and hides none (round 14: 24 of
   a project's 26 findings, all judged not worth a look).
@@ -40,7 +43,7 @@ _PY2_LINE = re.compile(
     re.X,
 )
 # what a template puts where the reader's code goes
-_MARKER = re.compile(r"(?i)\b(TODO|TO\s?DO|FIXME|YOUR\s+(CODE|ACTION|ANSWER|TURN)|FILL\s*(ME|IN|THIS|HERE)|"
+_MARKER = re.compile(r"(?i)\b(TODO|TO\s?DO|FIXME|YOUR\s+(CODE|ACTION|ANSWER|TURN|SOLUTION|IMPLEMENTATION)|FILL\s*(ME|IN|THIS|HERE)|"
                      r"INSERT\b.*\bHERE|REPLACE\b.*\bHERE|COMPLETE\s+THIS|FINISH\s+THIS|WRITE\s+(YOUR|CODE\s+HERE))")
 # `<insert ... here>`, `___`, `???`, a `??` or a lone `?` where a value goes (`activation=??`, `epochs= ?  # Replace
 # ? with an integer`, `df[ ? ]`; `name??` and a `?` starting a line are IPython's help), and
@@ -94,6 +97,31 @@ def citation(lines: Sequence[str]) -> bool:
     body = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     return (bool(body) and bool(_BIBTEX.fullmatch(body[0].strip()))
             and any(re.match(r"\s*\w+\s*=\s*[{\"\d]", ln) for ln in body[1:4]))
+
+
+_STRING = re.compile(r"'[^'\n]*'" + r'|"[^"\n]*"')
+_R_CODE = re.compile(
+    r"""^\s*[A-Za-z.][\w.]*(\$\w+|\[[^\]\n]*\])*\s*<<?-\s*\S   # x <- value, data$col <- value, radon.model <- f(...)
+    |[A-Za-z]\w*:::?[A-Za-z_.][\w.]*\s*\(                       # gfile::GFile(...), pkg:::internal(...)
+    |[A-Za-z_)\]]\$[A-Za-z_]                                       # fit$y, data$county
+    |(?<![\w.])as\.[A-Za-z][\w.]*\s*\(                            # as.matrix(...), as.data.frame(...)
+    |^\s*(library|suppressMessages|suppressWarnings)\s*\(         # library('glmnet'), suppressMessages({
+    """,
+    re.X,
+)
+
+
+def r_code(lines: Sequence[str]) -> bool:
+    """The text is R, not Python: a notebook saved with a Python kernel can hold R cells that its author runs after
+    switching the runtime ("to execute this section, switch to an R colab runtime": TensorFlow Probability's own
+    notebooks, 11 such cells judged wrong in round 15). A line outside strings and comments carries what Python
+    cannot spell: an `<-` assignment at its start, a `pkg::f(` call, a `$` member, an `as.numeric(` call (`as`
+    is a Python keyword), or a line that loads a package (`library(...)`, `suppressMessages({`)."""
+    for line in lines:
+        code = _STRING.sub('""', _code_part(line))
+        if _R_CODE.search(code):
+            return True
+    return False
 
 
 def not_a_mistake(lines: Sequence[str], row: int, message: str) -> Optional[str]:

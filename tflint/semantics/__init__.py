@@ -22,6 +22,7 @@ from .names import Names, canonical, dotted_name, get_arg, literal_value, NOT_LI
 class Semantics:
     def __init__(self, module: cst.Module, dataset_functions: Iterable[str] = (), project: Optional[ProjectView] = None) -> None:
         self.module = module
+        self.notebook = False  # the module is a notebook's cells (set by the engine)
         self.project = project if project is not None else ProjectView()
         self.index = Index.build(module)
         self.names = Names(self.index)

