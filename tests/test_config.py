@@ -251,3 +251,18 @@ def test_unit_tests_get_only_correctness_findings_unless_configured(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.tflint]\ntest-files = "some"\n')
     p = run_tflint("check", "--no-cache", "input_test.py", cwd=tmp_path)
     assert p.returncode == 2 and "test-files" in p.stderr
+
+
+def test_unit_tests_do_not_get_findings_about_what_they_exercise_on_purpose(tmp_path):
+    """A test builds a layer inside a `tf.function` called in a loop (TFL206) to check the error it raises: the
+    correctness rules of functions, Keras and distribution describe what tests exercise on purpose (none of 32 such
+    findings in tests on the real-code ledger was true); in the training script the same code is reported."""
+    from test_cli import run_tflint
+
+    src = ("import tensorflow as tf\n\n@tf.function\ndef step(x):\n    dense = tf.keras.layers.Dense(4)\n"
+           "    return dense(x)\n\nfor x in [tf.ones([2, 3])] * 3:\n    step(x)\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.tflint]\ntarget-version = "2.21"\n')
+    for name in ("layer_test.py", "train.py"):
+        (tmp_path / name).write_text(src)
+    p = run_tflint("check", "--no-cache", "--output-format", "json", "--select", "TFL206", ".", cwd=tmp_path)
+    assert {(f["filename"], f["code"]) for f in json.loads(p.stdout)} == {("train.py", "TFL206")}

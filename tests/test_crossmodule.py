@@ -176,3 +176,27 @@ def test_training_in_another_module_is_named_in_the_message(tmp_path):
     run, _ = check_paths([str(root)], default_settings())
     (f,) = [f for f in run.findings if f.code == "TFL102"]
     assert "training in train.py" in f.message
+
+
+def test_tensorflow_reached_through_a_project_module_is_resolved(tmp_path):
+    """A compatibility shim that star-imports Keras on both branches of a version switch (TensorFlow Probability's
+    `internal/tf_keras.py`), and a backend module that binds `keras` (bert4keras' `backend.py`): a file that reaches
+    Keras through them gets the same findings as one that imports Keras itself. Alone, or through a module whose
+    names are not all Keras, it stays silent."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("tensorflow==2.12.*\n")  # Keras 2.12: `lr=` is ignored
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "shim.py").write_text("try:\n    from tf_keras import *\nexcept ImportError:\n"
+                                 "    from tensorflow.compat.v2.keras import *\n")
+    (pkg / "backend.py").write_text("import tensorflow as tf\nkeras = tf.keras\n")
+    (pkg / "mixed.py").write_text("import numpy as np\nif np.__version__ < '2':\n    from numpy import *\n"
+                                  "else:\n    from tensorflow.keras import *\nkeras = np\n")
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\nfrom pkg import shim\nfrom pkg.backend import keras\nfrom pkg import mixed\n\n"
+        "a = shim.optimizers.Adam(lr=0.01)\nb = keras.optimizers.Adam(lr=0.02)\nc = mixed.optimizers.Adam(lr=0.03)\n"
+        "d = mixed.keras.optimizers.Adam(lr=0.04)\n")
+    found = {(name, row, code) for name, row, code in _findings([tmp_path]) if code == "TFL302"}
+    assert found == {("train.py", 6, "TFL302"), ("train.py", 7, "TFL302")}
+    assert not any(code == "TFL302" for _, _, code in _findings([tmp_path / "train.py"]))

@@ -521,3 +521,24 @@ def test_a_notebook_that_installs_its_tensorflow_runs_it(tmp_path):
     assert notebook_versions(str(tmp_path / "b.ipynb")).tensorflow == TODAY
     (tmp_path / "c.ipynb").write_text(json.dumps(nb("!pip install tensorflow-datasets\nimport tensorflow as tf")))
     assert notebook_versions(str(tmp_path / "c.ipynb")) is None
+
+
+def test_a_readme_that_names_its_release_in_words(tmp_path):
+    """xlnet's README says only "tested with TensorFlow 1.13.1": that is the project's release (its serial
+    `map(parser)` then runs without tf.data's automatic map parallelization, which came in 2.5)."""
+    from tflint.pins import prose_pins
+
+    assert prose_pins("this code base has been tested with TensorFlow 1.13.1 under Python2.") == "tensorflow==1.13.1"
+    assert prose_pins("Requires **TensorFlow 2.4** or later.") == "tensorflow>=2.4"
+    assert prose_pins("A TensorFlow checkpoint, tested with care; TensorFlow 2 or later.") == ""
+    code = ("import tensorflow as tf\n\ndef parser(x):\n    return tf.io.parse_single_example(x, {})\n\n"
+            "ds = tf.data.TFRecordDataset(['a']).map(parser)\n"
+            "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.fit(ds.batch(8), epochs=10)\n")
+    project = _project(tmp_path / "prose", None, code)
+    (project / "README.md").write_text("# Model\n\nThis code base has been tested with TensorFlow 1.13.1.\n")
+    pins_for_folder.cache_clear()
+    got = _json(project, "--select", "TFL101", "m.py")
+    assert [f["code"] for f in got] == ["TFL101"]
+    (project / "README.md").write_text("# Model\n\nTrained with TensorFlow.\n")
+    pins_for_folder.cache_clear()
+    assert _json(project, "--select", "TFL101", "m.py") == []

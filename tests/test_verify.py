@@ -483,7 +483,7 @@ def test_a_fix_that_raises_where_the_original_ran_is_broken_and_exits_1(tmp_path
         """\
         import tensorflow as tf
 
-        SCALES = [1.0, 2.0, 3.0]
+        SCALES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
 
 
         @tf.function
@@ -496,7 +496,7 @@ def test_a_fix_that_raises_where_the_original_ran_is_broken_and_exits_1(tmp_path
 
             def run():
                 out = []
-                for i in range(3):
+                for i in range(8):  # more than a short loop: TFL202 reports it
                     out.append(scaled(x, i).numpy().tolist())
                 return out
 
@@ -508,7 +508,7 @@ def test_a_fix_that_raises_where_the_original_ran_is_broken_and_exits_1(tmp_path
 
             def run():
                 out = []
-                for i in range(3):
+                for i in range(8):  # more than a short loop: TFL202 reports it
                     out.append(scaled(x, tf.constant(i)).numpy().tolist())
                 return out
 

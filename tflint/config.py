@@ -26,7 +26,8 @@ KNOWN_KEYS = {
     "unsafe-fixes", "target-version", "rules-dirs", "rules", "dataset-functions", "min-impact", "test-files",
 }
 # `test-files`: what is reported in unit tests (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`): "correctness"
-# (the default: the rules whose findings are bugs, and tool rules; a test's speed is not worth a finding) or "all"
+# (the default: the input-pipeline rules whose findings are bugs, and tool rules; a test's speed is not worth a
+# finding, and a test builds variables in a function or a model outside a strategy scope on purpose) or "all"
 TEST_FILES = ("correctness", "all")
 _TEST_DIRS = frozenset({"tests", "test", "testing"})
 # `min-impact`: findings of rules below this level are dropped (tflint.registry.IMPACTS; correctness always stays)
@@ -217,7 +218,8 @@ class Config:
 
     def codes_for(self, registry, path: Optional[str], base: set[str]) -> set[str]:
         if path and self.test_files == "correctness" and is_test_file(path):
-            base = {c for c in base if c.startswith("TFL0") or registry.rules[c].impact_levels == {"correctness"}}
+            base = {c for c in base if c.startswith("TFL0") or (c.startswith("TFL1")
+                                                                  and registry.rules[c].impact_levels == {"correctness"})}
         if not self.per_file_ignores or not path:
             return base
         rel = relative_path(path, self.root)

@@ -31,6 +31,7 @@ SYNTAX_ERROR = "TFL001"
 UNUSED_SUPPRESSION = "TFL002"
 # A file that cannot contain TensorFlow code is not parsed by libcst (only checked for syntax).
 _TF_HINT = re.compile(r"tensorflow|keras|\btf\b|tfds|tf_keras")
+_LEGACY_KERAS = re.compile(r"""TF_USE_LEGACY_KERAS['"]?\s*(?:\]\s*=|,|=)\s*['"]?(?:1|true|True|TRUE)\b""")
 _TF_KERAS = re.compile(r"\btf\.keras\b|\btensorflow\.keras\b|from\s+tensorflow\s+import\s+[^\n]*\bkeras\b|\btf_keras\b")
 
 
@@ -104,13 +105,17 @@ class Settings:
         style = tf1_style(text)
         if self.config.target_explicit:
             v = self.config.target_version
-            return Target(v, v < (2, 16), "target-version", tf1=style is not None or v < (2, 0))
+            return Target(v, v < (2, 16) or bool(_LEGACY_KERAS.search(text)), "target-version",
+                          tf1=style is not None or v < (2, 0))
         k2_modules = keras2_style(text)
         old_keras = k2_modules and standalone_keras_import(text)
         pins = pins_for(path)
         version = pins.tensorflow if pins is not None and pins.tensorflow else self.config.target_version
         keras2 = (pins is not None and pins.keras2) or version < (2, 16) or k2_modules
         source = pins.source if pins is not None else ""
+        if not keras2 and _LEGACY_KERAS.search(text):
+            # `os.environ["TF_USE_LEGACY_KERAS"] = "1"` before TensorFlow is imported: tf.keras is tf_keras (Keras 2)
+            keras2, source = True, (source + "; " if source else "") + "TF_USE_LEGACY_KERAS=1 in the file"
         if style == "tf1-runtime" or (style == "tf1-api" and (pins is None or not pins.tensorflow
                                                               or pins.tensorflow < (2, 0))):
             if version > (1, 15):

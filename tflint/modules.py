@@ -72,7 +72,32 @@ class ProjectFacts:
             return "dataset"
         if kind == "t":
             return self.trainers().get((path, rest))
+        if kind == "a":
+            return self.alias(path, rest)
         return None
+
+    def alias(self, importer: str, name: str, depth: int = 0) -> Optional[str]:
+        """The TensorFlow or Keras name (canonical) that `name`, a module or a module-level name of the project as
+        `importer` spells it, stands for: a module that star-imports one (`tf_keras.py`: `from tf_keras import *`),
+        or a name bound to one (`backend.py`: `import keras`), followed through re-exports. None when unknown."""
+        if depth > _MAX_DEPTH:
+            return None
+        stripped = name.lstrip(".")
+        dots = len(name) - len(stripped)
+        parts = stripped.split(".") if stripped else []
+        if not parts:
+            return None
+        f = self._module_file(importer, parts, dots)
+        if f is not None:
+            return self.summaries[f].get("star")
+        f = self._module_file(importer, parts[:-1], dots) if len(parts) > 1 or dots else None
+        if f is None:
+            return None
+        s = self.summaries[f]
+        if parts[-1] in s.get("aliases", {}):
+            return s["aliases"][parts[-1]]
+        target = s.get("imports", {}).get(parts[-1])
+        return self.alias(f, target, depth + 1) if target is not None else None
 
     def changed(self, path: str, queries: dict[str, str]) -> bool:
         """Some question the file asked has a different answer here than when it was checked."""

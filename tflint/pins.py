@@ -275,7 +275,8 @@ _INSTALL_DOC = re.compile(r"install|setup|getting.?started|requirement|readme", 
 
 def _markdown_texts(folder: Path) -> list[tuple[str, str]]:
     """The `pip install ...` lines of a folder's Markdown (README.md, INSTALL.md) and of the installation pages of
-    its docs folder (`g3doc/setup/installation.md`): where a project that pins nothing else says what it runs on."""
+    its docs folder (`g3doc/setup/installation.md`), and the releases it names in words (`prose_pins`): where a
+    project that pins nothing else says what it runs on."""
     paths = sorted(folder.glob("*.md"))[:20]
     for sub in _DOC_FOLDERS:
         if (folder / sub).is_dir():  # the installation pages two levels down at most (`g3doc/setup/installation.md`)
@@ -285,12 +286,29 @@ def _markdown_texts(folder: Path) -> list[tuple[str, str]]:
     for p in paths:
         try:
             if p.is_file() and p.stat().st_size < 1_000_000:
-                text = pip_installs(p.read_text(encoding="utf-8", errors="replace"))
+                md = p.read_text(encoding="utf-8", errors="replace")
+                text = "\n".join(t for t in (pip_installs(md), prose_pins(md)) if t)
                 if text:
                     out.append((p.relative_to(folder).as_posix(), text))
         except (OSError, ValueError):
             continue
     return out
+
+
+_PROSE_TESTED = re.compile(
+    r"\btested\s+(?:with|on|using|against|under)\s+(?:\*\*|`)?tensorflow(?:-gpu)?(?:\*\*|`)?\s*(?:version\s*)?"
+    r"(?:\*\*|`)?v?(\d+\.\d+(?:\.\d+)?)", re.I)
+_PROSE_AT_LEAST = re.compile(
+    r"\btensorflow(?:-gpu)?\s*(?:version\s*)?(?:\*\*|`)?v?(\d+\.\d+)(?:\.\d+)?(?:\*\*|`)?\s*(?:or|and)\s*"
+    r"(?:later|above|higher|newer)\b", re.I)
+
+
+def prose_pins(text: str) -> str:
+    """Requirements a README states in words: "tested with TensorFlow 1.13.1" (that release), "TensorFlow 2.4 or
+    later" (at least it); xlnet's README names its release only so (a TFL101 miss in round 16). One per line."""
+    out = [f"tensorflow=={m.group(1)}" for m in _PROSE_TESTED.finditer(text)]
+    out += [f"tensorflow>={m.group(1)}" for m in _PROSE_AT_LEAST.finditer(text)]
+    return "\n".join(dict.fromkeys(out))
 
 
 @lru_cache(maxsize=4096)

@@ -26,6 +26,7 @@ class Semantics:
         self.project = project if project is not None else ProjectView()
         self.index = Index.build(module)
         self.names = Names(self.index)
+        self.names.project = self.project
         self.functions = Functions(self.index, self.names, self.project)
         self.datasets = Datasets(self.index, self.names, self.functions, dataset_functions, self.project)
         # one Datasets for the file, with the configured dataset functions, answers Functions' questions too

@@ -16,6 +16,7 @@ Questions (keys of the record):
     m:<name>            whether the project class a call names is a Keras "model" or "layer" subclass
     p:<function>:<pos>:<param>   what calls from other modules pass there: "dataset" (every one), "other", None
     t:<function>        where another module trains on the dataset this file's module-level <function> returns
+    a:<name>            the TensorFlow or Keras name a project module or module-level name stands for
 """
 from __future__ import annotations
 
@@ -52,6 +53,11 @@ class ProjectView:
         """The dataset returned by the project function a call names (`data.make_dataset`, `.data.make`):
         {"methods": [...], "kind": ..., "where": "path:row"} or None."""
         return self._ask(f"d:{name}")
+
+    def tf_alias(self, name: str) -> Optional[str]:
+        """The TensorFlow or Keras name (canonical) a project module or module-level name stands for (`from
+        pkg.backend import keras` where backend.py does `import keras`; a shim module that star-imports tf_keras)."""
+        return self._ask(f"a:{name}")
 
     def keras_class_of_call(self, name: str) -> Optional[str]:
         """"model" or "layer" when the project class a call names (`VGG16(...)` imported from `model.py`)

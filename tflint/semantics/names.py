@@ -13,6 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from .index import Index
+from .libraries import NEVER_TF, STDLIB
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -53,11 +54,19 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def _may_be_project(name: str) -> bool:
+    """A name another module of the project may define: relative, or not of the standard library or of a library
+    that never re-exports TensorFlow (its own package, `tensorflow_probability` say, may be the project)."""
+    root = name.split(".", 1)[0]
+    return name.startswith(".") or (root not in STDLIB and root not in NEVER_TF)
+
+
 class Names:
     def __init__(self, index: Index) -> None:
         self.index = index
         self._cache: dict[int, Optional[str]] = {}
         self._imports_tf: Optional[bool] = None
+        self.project = None  # a ProjectView: what a project module's name stands for (set by Semantics)
 
     def qualified_name(self, node: cst.BaseExpression, _depth: int = 0) -> Optional[str]:
         """The canonical qualified name of a Name/Attribute expression, or None when it is not an import
@@ -83,7 +92,13 @@ class Names:
                     return f"builtins.{node.value}"
                 return None
             if binding.kind == "import":
-                return binding.qualified
+                q = binding.qualified
+                if self.project is not None and (q is None or not self.is_tf(canonical(q))):
+                    spelled = q or binding.relative
+                    if spelled and _may_be_project(spelled):
+                        # `from pkg.backend import keras` where pkg/backend.py does `import keras`: Keras
+                        return self.project.tf_alias(spelled) or q
+                return q
             if binding.kind in ("assign", "annassign") and isinstance(binding.value, (cst.Name, cst.Attribute)):
                 if binding.value is node:
                     return None

@@ -6,7 +6,8 @@ project facts), so the cache can keep it beside the file's findings.
      "classes": {name: "model" | "layer"},                                          # Keras subclasses
      "imports": {local name: "pkg.mod.name" or ".mod.name"},                        # re-exports (`__init__.py`)
      "calls": [{"target": "data.make", "args": {"0": ORIGIN | None, "ds": ...}, "graph": true, "star": true}],
-     "trains": [{"via": "data.make", "methods": [...]}]}                            # training on such a dataset
+     "trains": [{"via": "data.make", "methods": [...]}],                            # training on such a dataset
+     "aliases": {local name: "keras"}, "star": "keras"}                            # TensorFlow through this module
 
 ORIGIN is where a value comes from when it is a dataset: {"kind": source kind, "methods": [...]} for a pipeline
 traced in this file, {"via": "data.make", "methods": [...]} for one that starts at a call of another project
@@ -17,24 +18,13 @@ belong to the project (not TensorFlow, the standard library or a well-known thir
 from __future__ import annotations
 
 import ast
-import sys
 from typing import Optional
 
 import libcst as cst
 
 from .datasets import DATASET_METHODS
 
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {
-    "os", "sys", "re", "json", "math", "time", "random", "collections", "functools", "itertools", "typing",
-    "pathlib", "logging", "argparse", "pickle", "glob", "shutil", "subprocess", "copy", "io", "abc", "enum",
-    "dataclasses", "datetime", "warnings", "contextlib", "string", "struct", "threading", "multiprocessing",
-}
-_THIRD_PARTY = frozenset({
-    "numpy", "pandas", "scipy", "sklearn", "matplotlib", "seaborn", "PIL", "cv2", "torch", "torchvision", "jax",
-    "flax", "optax", "absl", "tqdm", "six", "h5py", "yaml", "requests", "IPython", "google", "gin", "tensorboard",
-    "tensorflow_hub", "tensorflow_text", "tensorflow_probability", "transformers", "datasets", "wandb", "mlflow",
-    "skimage", "imageio", "librosa", "nltk", "spacy", "sentencepiece", "tokenizers", "boto3", "psutil", "ml_collections",
-})
+from .libraries import STDLIB as _STDLIB, THIRD_PARTY as _THIRD_PARTY
 
 
 def project_like(name: str) -> bool:
@@ -90,10 +80,70 @@ def summarize(sem) -> dict:
             site["graph"] = True
         calls.append(site)
     out = {"defs": sorted(defs), "functions": functions, "imports": imports, "calls": calls, "classes": classes}
+    aliases, star = _aliases(sem)
+    if aliases:
+        out["aliases"] = aliases
+    if star:
+        out["star"] = star
     trains = _trains(sem)
     if trains:
         out["trains"] = trains
     return out
+
+
+def _aliases(sem) -> tuple[dict[str, str], Optional[str]]:
+    """Module-level names that stand for TensorFlow or Keras (`import keras`, `keras = tf.keras`, the same name bound
+    in both branches of a version switch to spellings with one canonical name), and the one TensorFlow or Keras module
+    the whole module re-exports with `from X import *` (a compatibility shim: `from tf_keras import *` or, on the other
+    branch, `from tensorflow.compat.v2.keras import *`). Another module that imports such a name reaches TensorFlow
+    through it (`from bert4keras.backend import keras`)."""
+    from .names import canonical as _canonical, dotted_name
+
+    def canonical(q: str) -> str:  # to the fixed point: `tensorflow.compat.v2.keras` -> `tensorflow.keras` -> `keras`
+        for _ in range(4):
+            q, before = _canonical(q), q
+            if q == before:
+                break
+        return q
+
+    index = sem.index
+    aliases: dict[str, str] = {}
+    for name, bindings in index.scopes[id(index.module)].bindings.items():
+        spelled = set()
+        for b in bindings:
+            if b.kind == "import":
+                q = b.qualified
+            elif b.kind in ("assign", "annassign") and isinstance(b.value, (cst.Name, cst.Attribute)):
+                q = sem.names.qualified_name(b.value)
+            else:
+                q = None
+            spelled.add(canonical(q) if q and sem.names.is_tf(canonical(q)) else None)
+        if len(spelled) == 1 and None not in spelled:
+            aliases[name] = spelled.pop()
+    stars = set()
+    for node in index.module.body:
+        for stmt in _module_level(node):
+            if isinstance(stmt, cst.ImportFrom) and isinstance(stmt.names, cst.ImportStar) and not stmt.relative:
+                q = dotted_name(stmt.module) if stmt.module is not None else None
+                stars.add(canonical(q) if q and sem.names.is_tf(canonical(q)) else None)
+    star = stars.pop() if len(stars) == 1 and None not in stars else None
+    return aliases, star
+
+
+def _module_level(node: cst.CSTNode):
+    """The simple statements of a module-level statement, through `if`/`else` and `try`/`except` (a version switch)."""
+    if isinstance(node, cst.SimpleStatementLine):
+        yield from node.body
+    elif isinstance(node, (cst.If, cst.Try, cst.Else, cst.ExceptHandler, cst.Finally)):
+        body = node.body
+        for stmt in getattr(body, "body", ()):
+            yield from _module_level(stmt)
+        for extra in ("orelse", "finalbody"):
+            nxt = getattr(node, extra, None)
+            if nxt is not None:
+                yield from _module_level(nxt)
+        for h in getattr(node, "handlers", ()):
+            yield from _module_level(h)
 
 
 def _trains(sem) -> list[dict]:

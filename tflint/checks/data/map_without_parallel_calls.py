@@ -11,7 +11,7 @@ from ..common import (
     python_function_call,
 )
 from .chain import (
-    cached_downstream, cheap_function, evaluation_pipeline, inside_parallel_interleave, random_call, synthetic_source,
+    cached_downstream, cheap_function, evaluation_pipeline, inside_parallel_interleave, one_element, random_call, synthetic_source,
 )
 
 
@@ -34,6 +34,8 @@ class MapWithoutParallelCalls(Check):
         inner = self.datasets.pipeline(func.value)
         if inner is not None and synthetic_source(inner):
             return  # `range(1).repeat().map(fake)`: a fake-data stream (judged not worth acting on in real code)
+        if inner is not None and one_element(inner):
+            return  # `from_tensors(batch).map(f)`: one element, one call
         if cached_downstream(self.sem, node) is not None:
             return  # `map(f)...cache()`: f runs once, in the first epoch (judged not worth acting on in real code)
         if inner is not None and inner.batched:

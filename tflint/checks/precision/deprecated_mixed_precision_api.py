@@ -15,6 +15,13 @@ KERAS_EXPERIMENTAL = "keras.mixed_precision.experimental."
 # 2.9 it works (with a deprecation warning): a project pinned there is not told to change it.
 KERAS_EXPERIMENTAL_REMOVED = (2, 9)
 
+# The graph rewrite and the `LossScale` classes are how TF1 graph code (a raw-ops model with a compat.v1 optimizer,
+# Horovod) does mixed precision; the Keras policy that replaces them is stable from TF 2.4. On a TF1 file or an
+# older target they are the API (mozilla/DeepSpeech on TF 1.15.4, judged false in round 16).
+TF1_MIXED_PRECISION = frozenset({"enable_mixed_precision_graph_rewrite", "disable_mixed_precision_graph_rewrite",
+                                 "LossScale", "DynamicLossScale", "FixedLossScale"})
+KERAS_POLICY_SINCE = (2, 4)
+
 
 class DeprecatedMixedPrecisionApi(DeclarativeCheck):
     code = "TFL404"
@@ -24,6 +31,8 @@ class DeprecatedMixedPrecisionApi(DeclarativeCheck):
         q = self.names.qualified_name(node)
         if q and q.startswith(KERAS_EXPERIMENTAL) and self.target_version < KERAS_EXPERIMENTAL_REMOVED:
             return
+        if q and q.rsplit(".", 1)[-1] in TF1_MIXED_PRECISION and (self.ctx.target.tf1 or self.target_version < KERAS_POLICY_SINCE):
+            return  # TF1 graph code, or TF before the Keras policy API: the graph rewrite and LossScale are its API
         parent = self.index.parent(node)
         if (isinstance(parent, cst.Call) and parent.func is node and len(parent.args) > 1
                 and q == OLD_LSO):
