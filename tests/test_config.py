@@ -266,3 +266,15 @@ def test_unit_tests_do_not_get_findings_about_what_they_exercise_on_purpose(tmp_
         (tmp_path / name).write_text(src)
     p = run_tflint("check", "--no-cache", "--output-format", "json", "--select", "TFL206", ".", cwd=tmp_path)
     assert {(f["filename"], f["code"]) for f in json.loads(p.stdout)} == {("train.py", "TFL206")}
+
+
+def test_test_helper_modules_are_tests():
+    """The modules tests share their fixtures through (tensorflow/estimator's `linear_testing_utils.py` and its
+    `_v1` twin feed two-row datasets to `steps=1` evaluations) are tests; names that merely contain `test` are not."""
+    from tflint.config import is_test_file
+
+    for path in ("canned/linear_testing_utils.py", "canned/v1/linear_testing_utils_v1.py", "keras/testing_utils.py",
+                 "test_util.py", "data/test_utils.py", "my_test_helpers.py", "input_test.py", "tests/data.py"):
+        assert is_test_file(path), path
+    for path in ("utils.py", "testing.py", "contest_utils.py", "latest_utils.py", "attest.py", "train.py"):
+        assert not is_test_file(path), path

@@ -200,3 +200,26 @@ def test_tensorflow_reached_through_a_project_module_is_resolved(tmp_path):
     found = {(name, row, code) for name, row, code in _findings([tmp_path]) if code == "TFL302"}
     assert found == {("train.py", 6, "TFL302"), ("train.py", 7, "TFL302")}
     assert not any(code == "TFL302" for _, _, code in _findings([tmp_path / "train.py"]))
+
+
+def test_a_model_built_by_another_module_is_a_model(tmp_path):
+    """bubbliiiing/unet-tf2: `unet.py` has no TensorFlow in its text; it builds `self.model = unet(...)` with the
+    builder of `nets/unet.py` (written with `from tensorflow.keras.models import *`) and predicts per frame. In the
+    project's pass it is analysed after all, and the model is known; alone, it is not."""
+    (tmp_path / ".git").mkdir()
+    nets = tmp_path / "nets"
+    nets.mkdir()
+    (nets / "__init__.py").write_text("")
+    (nets / "unet.py").write_text(
+        "from tensorflow.keras.layers import *\nfrom tensorflow.keras.models import *\n\n\n"
+        "def Unet(input_shape=(64, 64, 3), num_classes=2):\n    inputs = Input(input_shape)\n"
+        "    out = Conv2D(num_classes, 1)(inputs)\n    model = Model(inputs=inputs, outputs=out)\n    return model\n\n\n"
+        "def helper(x):\n    return x\n")
+    (tmp_path / "unet.py").write_text(
+        "import numpy as np\nfrom nets.unet import Unet as unet\nfrom nets.unet import helper\n\n\n"
+        "class Segmenter:\n    def __init__(self):\n        self.model = unet()\n        self.other = helper(1)\n\n"
+        "    def fps(self, image, n):\n        for _ in range(n):\n            pr = self.model.predict(image)[0]\n"
+        "            qr = self.other.predict(image)\n        return pr, qr\n")
+    found = {(name, row, code) for name, row, code in _findings([tmp_path]) if code == "TFL301"}
+    assert found == {("unet.py", 13, "TFL301")}
+    assert not any(code == "TFL301" for _, _, code in _findings([tmp_path / "unet.py"]))

@@ -55,6 +55,13 @@ def last_value(sem: Semantics, name: str) -> cst.BaseExpression:
         ("import tensorflow as tf\nAUTOTUNE = tf.data.AUTOTUNE\n", "AUTOTUNE", "tensorflow.data.AUTOTUNE"),
         ("import tensorflow as tf\nAUTO = tf.data.experimental.AUTOTUNE\n", "AUTO", "tensorflow.data.experimental.AUTOTUNE"),
         ("import tensorflow_datasets as tfds\n", "tfds.load", "tensorflow_datasets.load"),
+        # star imports of TensorFlow modules: one, or the `models`/`layers` module a name belongs to
+        ("from tensorflow.keras.models import *\n", "Model", "keras.models.Model"),
+        ("from tensorflow.keras.layers import *\nfrom tensorflow.keras.models import *\n", "Model", "keras.models.Model"),
+        ("from tensorflow.keras.layers import *\nfrom tensorflow.keras.models import *\n", "Conv2D", "keras.layers.Conv2D"),
+        ("from tensorflow.keras.layers import *\nfrom tensorflow.keras.models import *\n", "concat", None),
+        ("from numpy import *\n", "array", None),
+        ("from tensorflow.keras.models import *\nfrom nets.vgg import *\n", "Model", None),  # either star
     ],
 )
 def test_qualified_names(src, text, qualified):

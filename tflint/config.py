@@ -250,13 +250,21 @@ class Config:
 
 
 def is_test_file(path: str) -> bool:
-    """A unit test: `test_*.py`, `*_test.py`/`*_tests.py`, `conftest.py`, or a file under a `tests`/`test` folder."""
+    """A unit test or a test's helper module: `test_*.py`, `*_test.py`/`*_tests.py`, `conftest.py`,
+    `*testing_utils.py`/`test_util.py`/`*_test_utils.py` (the fixtures tests share: tensorflow/estimator's
+    `linear_testing_utils.py`, two findings on tiny test inputs judged false in round 17), or a file under a
+    `tests`/`test` folder."""
     parts = re.split(r"[\\/]", path)
     name = parts[-1]
     stem = name.rsplit(".", 1)[0]
     if stem.startswith("test_") or stem.endswith(("_test", "_tests")) or stem == "conftest":
         return True
+    if _TEST_HELPER.search(stem):
+        return True
     return any(p in _TEST_DIRS for p in parts[:-1])
+
+
+_TEST_HELPER = re.compile(r"(^|_)(testing|test)_?(util|utils|helper|helpers|lib|base|case|cases)(_v\d+)?$")
 
 
 def parse_min_impact(value: Any, where: str) -> str:

@@ -301,6 +301,21 @@ def _cpython_syntax(text: str, path: str) -> _CPythonVerdict:
         return _CPythonVerdict(f, limit=True)
 
 
+def _keras_questions(outline: Optional[dict]) -> list[str]:
+    """The project questions a file without TensorFlow in its text asks: does a name it imports from the project
+    stand for Keras (a model class, a function that returns a model, a TensorFlow alias)?"""
+    if not outline:
+        return []
+    return [f"k:{q}" for q in sorted(set(outline.get("imports", {}).values()))]
+
+
+def _keras_through_project(settings: Settings, path: str, outline: Optional[dict]) -> bool:
+    """In the project's pass: a file with no TensorFlow in its text imports a project name that stands for Keras
+    (bubbliiiing/unet-tf2's `unet.py` builds `self.model = unet(...)` from `nets/unet.py` and predicts with it)."""
+    facts = settings.project
+    return facts is not None and any(facts.answer(path, key) for key in _keras_questions(outline))
+
+
 def check_text(text: str, path: str, settings: Settings) -> CheckResult:
     codes = settings.codes_for(path)
 
@@ -319,13 +334,17 @@ def check_text(text: str, path: str, settings: Settings) -> CheckResult:
     if cpython is not None and cpython.limit:
         f = cpython.finding
         return report(f.with_changes(message=f"SyntaxError: too deeply nested to check ({f.message.split(': ', 1)[-1]})"))
-    if not settings.may_contain_tf(text) and not (UNUSED_SUPPRESSION in codes and ("noqa" in text or "tflint" in text)):
+    if not settings.may_contain_tf(text) and not (UNUSED_SUPPRESSION in codes and ("noqa" in text or "tflint" in text)) \
+            and not _keras_through_project(settings, path, verdict.outline):
         # only a syntax check (unused suppressions still need the full path)
         if cpython is not None and _parse(text, path)[0] is not None:
             return report(None)  # syntax newer than the running Python's (`type X = int` on 3.11): libcst has it
         result = report(cpython.finding if cpython else None)
         if settings.project is None and not cpython:
             result.summary = verdict.outline  # a package's `__init__.py` re-exporting a dataset function
+            # what it imports from the project may stand for Keras (`from nets.unet import Unet`): asked in the
+            # project's pass, which analyses the file after all when one does
+            result.queries = {key: "" for key in _keras_questions(verdict.outline)}
         return result
     module, error = _parse(text, path, tops)
     if module is None:

@@ -74,6 +74,16 @@ class ProjectFacts:
             return self.trainers().get((path, rest))
         if kind == "a":
             return self.alias(path, rest)
+        if kind == "b":
+            r = self.resolve(path, rest)
+            return True if r is not None and self.summaries[r[0]].get("functions", {}).get(r[1], {}).get("model") else None
+        if kind == "k":
+            r = self.resolve(path, rest)
+            if r is not None:
+                s = self.summaries[r[0]]
+                if s.get("classes", {}).get(r[1]) == "model" or s.get("functions", {}).get(r[1], {}).get("model"):
+                    return True
+            return True if self.alias(path, rest) else None
         return None
 
     def alias(self, importer: str, name: str, depth: int = 0) -> Optional[str]:

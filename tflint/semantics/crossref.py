@@ -17,6 +17,9 @@ Questions (keys of the record):
     p:<function>:<pos>:<param>   what calls from other modules pass there: "dataset" (every one), "other", None
     t:<function>        where another module trains on the dataset this file's module-level <function> returns
     a:<name>            the TensorFlow or Keras name a project module or module-level name stands for
+    b:<name>            whether the project function a call names returns a Keras model
+    k:<name>            whether a name a file without TensorFlow in its text imports stands for Keras (a model
+                        class or builder, a TensorFlow alias): then the file is analysed after all
 """
 from __future__ import annotations
 
@@ -53,6 +56,10 @@ class ProjectView:
         """The dataset returned by the project function a call names (`data.make_dataset`, `.data.make`):
         {"methods": [...], "kind": ..., "where": "path:row"} or None."""
         return self._ask(f"d:{name}")
+
+    def model_builder(self, name: str) -> Optional[bool]:
+        """True when the project function a call names returns a Keras model (`nets.unet.Unet`)."""
+        return self._ask(f"b:{name}")
 
     def tf_alias(self, name: str) -> Optional[str]:
         """The TensorFlow or Keras name (canonical) a project module or module-level name stands for (`from

@@ -54,6 +54,9 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+_MODELS_EXPORTS = frozenset({"Model", "Sequential", "load_model", "model_from_json", "clone_model", "save_model"})
+
+
 def _may_be_project(name: str) -> bool:
     """A name another module of the project may define: relative, or not of the standard library or of a library
     that never re-exports TensorFlow (its own package, `tensorflow_probability` say, may be the project)."""
@@ -67,6 +70,7 @@ class Names:
         self._cache: dict[int, Optional[str]] = {}
         self._imports_tf: Optional[bool] = None
         self.project = None  # a ProjectView: what a project module's name stands for (set by Semantics)
+        self._stars: Optional[list[str]] = None  # module-level `from <TensorFlow module> import *`
 
     def qualified_name(self, node: cst.BaseExpression, _depth: int = 0) -> Optional[str]:
         """The canonical qualified name of a Name/Attribute expression, or None when it is not an import
@@ -90,7 +94,7 @@ class Names:
             if binding is None:
                 if node.value in _BUILTINS and not self.index.module_bindings(node.value):
                     return f"builtins.{node.value}"
-                return None
+                return self._star_imported(node.value)
             if binding.kind == "import":
                 q = binding.qualified
                 if self.project is not None and (q is None or not self.is_tf(canonical(q))):
@@ -105,6 +109,39 @@ class Names:
                 return self.qualified_name(binding.value, depth + 1)
             return None
         return None
+
+    def _star_imported(self, name: str) -> Optional[str]:
+        """A name no statement binds, from a module-level `from tensorflow.keras.models import *`: the star import it
+        comes from when that is clear (one TensorFlow star import; or `Model`/`Sequential`/`load_model` with one
+        from a `models` module, a capitalised name or `Input` with one from a `layers` module; none when a star
+        import of another module could have bound it). Keras code written
+        this way (`Model(inputs, outputs)` in bubbliiiing's networks) is otherwise unreadable."""
+        if self._stars is None:
+            stars: list[str] = []
+            for stmt in self.index.module.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                            q = dotted_name(small.module) if small.module is not None and not small.relative else None
+                            if not (q and self.is_tf(canonical(q))):
+                                stars = []  # another module's star import: where a name comes from is unknown
+                                break
+                            stars.append(q)
+                    else:
+                        continue
+                    break
+            self._stars = stars
+        if not self._stars:
+            return None
+        if len(self._stars) == 1:
+            return f"{self._stars[0]}.{name}"
+        if name in _MODELS_EXPORTS:
+            found = [q for q in self._stars if q.endswith(".models")]
+        elif name[:1].isupper() or name == "Input":
+            found = [q for q in self._stars if q.endswith(".layers")]
+        else:
+            return None
+        return f"{found[0]}.{name}" if len(found) == 1 else None
 
     def import_spelling(self, node: cst.BaseExpression) -> Optional[str]:
         """The dotted name as its import spells it, before canonical names merge `tf.keras.X`, `tf_keras.X` and

@@ -2,7 +2,8 @@
 project facts), so the cache can keep it beside the file's findings.
 
     {"defs": [module-level function names],
-     "functions": {name: {"dataset": ORIGIN, "graph": "decorated" | "wrapped"}},   # only functions with a fact
+     "functions": {name: {"dataset": ORIGIN, "graph": "decorated" | "wrapped",    # only functions with a fact
+                          "model": true}},                                      # (returns a Keras model)
      "classes": {name: "model" | "layer"},                                          # Keras subclasses
      "imports": {local name: "pkg.mod.name" or ".mod.name"},                        # re-exports (`__init__.py`)
      "calls": [{"target": "data.make", "args": {"0": ORIGIN | None, "ds": ...}, "graph": true, "star": true}],
@@ -23,6 +24,7 @@ from typing import Optional
 import libcst as cst
 
 from .datasets import DATASET_METHODS
+from .keras_api import returns_model
 
 from .libraries import STDLIB as _STDLIB, THIRD_PARTY as _THIRD_PARTY
 
@@ -186,6 +188,8 @@ def _function_facts(sem, fn: cst.FunctionDef) -> dict:
     reason = sem.functions.tf_function_reason(fn)
     if reason in ("decorated", "wrapped"):
         facts["graph"] = reason
+    if returns_model(sem, fn):
+        facts["model"] = True
     return facts
 
 

@@ -43,7 +43,8 @@ class DeprecatedDataApi(DeclarativeCheck):
         raw = meta.raw or {}
         self.since = {k: _version(v) for k, v in (raw.get("since") or {}).items()}
         # a replacement must exist in the oldest release the project supports (its pins' lower bound)
-        self.table = [e for e in raw.get("table") or [] if self.oldest_version >= _version(e.get("since", "2.0"))]
+        self.table = [e for e in raw.get("table") or [] if self.oldest_version >= _version(e.get("since", "2.0"))
+                      and (not e.get("alias") or self._alias_wanted(e))]
         self.by_via: dict[str, dict[str, dict]] = {}
         for e in self.table:
             self.by_via.setdefault(e["via"], {})[e["old"]] = e
@@ -127,6 +128,12 @@ class DeprecatedDataApi(DeclarativeCheck):
                 self._function(node)
         elif isinstance(func, cst.Name) and func.value in self._function_tails:
             self._function(node)
+
+    def _alias_wanted(self, e: dict) -> bool:
+        """An old name that still works on the newest TensorFlow (`Options.experimental_deterministic`): renamed only
+        with the rule's `aliases` option and where the project is known to run a release with the new name."""
+        known = self.ctx.known_floor
+        return bool(self.options.get("aliases", False)) and known is not None and known >= _version(e.get("since", "2.0"))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         super().visit_Attribute(node)

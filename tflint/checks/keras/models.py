@@ -16,13 +16,7 @@ import libcst as cst
 
 from ...semantics import Semantics
 
-MODEL_CONSTRUCTORS = frozenset({
-    "keras.Sequential", "keras.models.Sequential", "keras.Model", "keras.models.Model",
-    "keras.models.load_model", "keras.saving.load_model", "keras.models.clone_model", "keras.models.model_from_json",
-})
-MODEL_CLASSES = frozenset({"keras.Model", "keras.models.Model", "keras.Sequential", "keras.models.Sequential"})
-SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential"})
-FUNCTIONAL = frozenset({"keras.Model", "keras.models.Model"})
+from ...semantics.keras_api import FUNCTIONAL, MODEL_CLASSES, MODEL_CONSTRUCTORS, SEQUENTIAL  # noqa: F401 (re-exported)
 
 
 def _keras_model_class(sem: Semantics, cls: cst.ClassDef, depth: int = 0) -> bool:
@@ -53,9 +47,13 @@ def model_constructor(sem: Semantics, call: cst.Call, _depth: int = 0) -> Option
             return "loaded"
         if q.startswith("keras.applications.") and q.rsplit(".", 1)[-1][:1].isupper():
             return "application"
-        return "subclass" if _project_model_class(sem, call) else None
+        if _project_model_class(sem, call):
+            return "subclass"
+        return "builder" if _project_model_builder(sem, call) else None
     if _project_model_class(sem, call):
         return "subclass"
+    if _project_model_builder(sem, call):
+        return "builder"
     if isinstance(call.func, cst.Name):
         b = sem.index.lookup(call.func.value, call.func)
         if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
@@ -74,6 +72,13 @@ def _project_model_class(sem: Semantics, call: cst.Call) -> bool:
     """`call` constructs a Keras model class another module of the project defines (`from model import VGG16`)."""
     name = sem.names.project_name(call.func)
     return name is not None and sem.project.keras_class_of_call(name) == "model"
+
+
+def _project_model_builder(sem: Semantics, call: cst.Call) -> bool:
+    """`call` calls a function another module of the project defines that returns a Keras model (`from nets.unet
+    import Unet as unet; self.model = unet(...)`: bubbliiiing/unet-tf2, round 17)."""
+    name = sem.names.project_name(call.func)
+    return name is not None and bool(sem.project.model_builder(name))
 
 
 def is_model(sem: Semantics, expr: cst.BaseExpression, _depth: int = 0) -> bool:
