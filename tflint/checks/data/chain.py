@@ -551,6 +551,10 @@ CHEAP_TAILS = frozenset({
     "uniform", "random_uniform", "normal", "random_normal", "shuffle", "cond", "map_structure", "flatten",
     "pack_sequence_as", "list", "isinstance", "print",
     "global_policy", "TensorShape",  # the mixed-precision policy (its compute dtype), a static shape
+    # copies of one element's bytes: raw bytes reinterpreted, a crop or pad to a fixed box, TF1 casts (a map made
+    # of these next to a training step was judged not worth parallelizing in round 17: MNIST records, DeepLab crops)
+    "decode_raw", "to_float", "to_int32", "to_int64", "resize_with_crop_or_pad", "resize_image_with_crop_or_pad",
+    "crop_to_bounding_box", "pad_to_bounding_box",
 })
 # methods of the function's own dict/list values: `features.pop("label")`, `x.copy()`
 _CONTAINER_METHODS = frozenset({"pop", "get", "copy", "keys", "values", "items", "update", "setdefault",
