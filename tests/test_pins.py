@@ -542,3 +542,36 @@ def test_a_readme_that_names_its_release_in_words(tmp_path):
     (project / "README.md").write_text("# Model\n\nTrained with TensorFlow.\n")
     pins_for_folder.cache_clear()
     assert _json(project, "--select", "TFL101", "m.py") == []
+
+
+def test_a_readme_narrows_an_open_range(tmp_path):
+    """keras-rl2: setup.py says `tensorflow>=2.1.0`, the README "Requires tensorflow==2.1.0": the project runs 2.1,
+    where `Adam(lr=...)` works (two TFL302 findings judged false in round 18). A README outside the range, or none,
+    leaves the range as it is."""
+    code = "import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=0.01)\n"
+
+    def codes(folder, readme):
+        project = _project(tmp_path / folder, None, code)
+        (project / "setup.py").write_text("from setuptools import setup\nsetup(install_requires=['tensorflow>=2.1.0'])\n")
+        if readme is not None:
+            (project / "README.md").write_text(readme)
+        pins_for_folder.cache_clear()
+        return [f["code"] for f in _json(project, "--select", "TFL302", "m.py")]
+
+    assert codes("narrowed", "# keras-rl2\n\n### NOTE: Requires tensorflow==2.1.0\n") == []
+    assert codes("open", None) == ["TFL302"]
+    assert codes("outside", "Requires tensorflow==1.15\n") == ["TFL302"]
+
+
+def test_using_tensorflow_backend_in_an_output_is_multi_backend_keras(tmp_path):
+    """Multi-backend Keras (2.0-2.3) prints "Using TensorFlow backend." on import; a notebook whose output holds it
+    ran that Keras, whose `predict` has no per-call set-up (Coursera's notebooks: a TFL301 judged false in round 18).
+    The same notebook without the output is judged against today's Keras."""
+    loop = ("from keras.models import Sequential\nfrom keras.layers import Dense\n"
+            "model = Sequential([Dense(1, input_shape=(3,))])\nfor x in xs:\n    model.predict(x)\n")
+    ran = _project(tmp_path / "ran", None, _notebook([("import keras", "Using TensorFlow backend.\n"), (loop, None)]),
+                   name="nb.ipynb")
+    unknown = _project(tmp_path / "unknown", None, _notebook([("import keras", None), (loop, None)]), name="nb.ipynb")
+    assert _json(ran, "--select", "TFL301", "nb.ipynb") == []
+    assert [f["code"] for f in _json(unknown, "--select", "TFL301", "nb.ipynb")] == ["TFL301"]
+    assert pins_for(str(ran / "nb.ipynb")).keras_version == (2, 3)

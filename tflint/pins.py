@@ -303,11 +303,17 @@ _PROSE_AT_LEAST = re.compile(
     r"(?:later|above|higher|newer)\b", re.I)
 
 
+_PROSE_REQUIRES = re.compile(
+    r"\brequires?\s+(?:\*\*|`)?tensorflow(?:-gpu)?\s*(==|>=)\s*v?(\d+\.\d+(?:\.\d+)?)", re.I)
+
+
 def prose_pins(text: str) -> str:
     """Requirements a README states in words: "tested with TensorFlow 1.13.1" (that release), "TensorFlow 2.4 or
-    later" (at least it); xlnet's README names its release only so (a TFL101 miss in round 16). One per line."""
+    later" (at least it), "Requires tensorflow==2.1.0"; xlnet's README names its release only so (a TFL101 miss in
+    round 16), keras-rl2's only so beside setup.py's open `tensorflow>=2.1.0` (round 18). One per line."""
     out = [f"tensorflow=={m.group(1)}" for m in _PROSE_TESTED.finditer(text)]
     out += [f"tensorflow>={m.group(1)}" for m in _PROSE_AT_LEAST.finditer(text)]
+    out += [f"tensorflow{m.group(1)}{m.group(2)}" for m in _PROSE_REQUIRES.finditer(text)]
     return "\n".join(dict.fromkeys(out))
 
 
@@ -348,6 +354,14 @@ def _pins_here(d: Path) -> Optional[Pins]:
                 return docs
             return Pins(docs.tensorflow, found.keras2 or docs.keras2, f"{found.source}; {docs.source}",
                         found.keras_version or docs.keras_version, docs.oldest)
+    elif found.tensorflow == RELEASES[-1] and found.oldest is not None and found.oldest < found.tensorflow:
+        # an open range (`tensorflow>=2.1.0` in setup.py) that the README narrows ("Requires tensorflow==2.1.0"):
+        # the project runs what its documentation says, within the range its metadata allows
+        docs = pins_of_text(_markdown_texts(d))
+        if docs is not None and docs.tensorflow is not None and found.oldest <= docs.tensorflow < found.tensorflow:
+            oldest = max(found.oldest, docs.oldest or found.oldest)
+            return Pins(docs.tensorflow, found.keras2 or docs.keras2 or docs.tensorflow < (2, 16),
+                        f"{found.source}; {docs.source}", found.keras_version or docs.keras_version, oldest)
     return found
 
 
@@ -419,6 +433,12 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
             continue
         src = cell.get("source")
         src = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
+        if "keras" not in seen and "import" in src and "keras" in src \
+                and any("Using TensorFlow backend." in t for t in _output_texts(cell)):
+            # what multi-backend Keras (before 2.4) prints on import: the notebook ran standalone Keras 2.0-2.3
+            # (Coursera's and the one-pixel-attack notebooks; a TFL301 finding there judged false in round 18)
+            seen.add("keras")
+            texts.append(("notebook output 'Using TensorFlow backend.'", "keras<2.4"))
         if "tensorflow" not in seen and _COLAB_TF1.search(src):
             seen.add("tensorflow")  # Colab's `%tensorflow_version 1.x`: the notebook runs TF 1.15
             texts.append(("notebook magic %tensorflow_version 1.x", "tensorflow==1.15"))

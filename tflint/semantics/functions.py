@@ -73,7 +73,8 @@ class Functions:
     # -- callables ---------------------------------------------------------------------------------------
     def resolve_callable(self, expr: cst.BaseExpression, _depth: int = 0) -> Optional[FunctionLike]:
         """The same-file def or lambda an expression refers to: a lambda, a (local or module) def, a name
-        bound to a lambda, `functools.partial(f, ...)`, `tf.function(f)`, or `self.method`."""
+        bound to a lambda, `functools.partial(f, ...)`, `tf.function(f)`, `self.method`, or the `__call__` of an
+        instance of a same-file class (`RandomProcess(...)`)."""
         if _depth > 10:
             return None
         if isinstance(expr, cst.Lambda):
@@ -84,6 +85,12 @@ class Functions:
                 first = get_arg(expr, "func", 0)
                 if first is not None:
                     return self.resolve_callable(first.value, _depth + 1)
+            if isinstance(expr.func, cst.Name):
+                # an instance of a same-file class that defines `__call__` (`ds.map(RandomProcess(...))`: the
+                # instance is called per element; keras_cv_attention_models' COCO augmentation, round 18)
+                b = self.index.lookup(expr.func.value, expr.func)
+                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
+                    return self.method(b.node, "__call__")
             return None
         if isinstance(expr, cst.Name):
             b = self.index.lookup(expr.value, expr)

@@ -7,6 +7,7 @@ import libcst as cst
 
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
+from ...semantics.index import syntax_children
 from ..base import Check
 from ..common import display_code, is_small_loop, loop_bound, user_paced, video_loop
 from .models import is_model_value, resolve_value
@@ -17,6 +18,17 @@ EPOCH_METHODS = frozenset({"fit", "evaluate", "fit_generator", "evaluate_generat
 QUIET_KEYWORDS = frozenset({"verbose"})
 TRAIN_STEP_METHODS = frozenset({"train_on_batch", "test_on_batch"})  # Keras-only: no scikit-learn or PyTorch look-alike
 ONE_OFF_CALLS = 100  # a top-level loop of at most this many predicts, run once: seconds of overhead in all
+
+
+def cst_names(node: cst.CSTNode) -> list[cst.Name]:
+    """The Name nodes in `node` (its own too)."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.append(n)
+        stack.extend(syntax_children(n))
+    return out
 
 
 class PredictInLoop(Check):
@@ -190,8 +202,16 @@ class PredictInLoop(Check):
             and self.code_for(upper.left) == self.code_for(lower) and self.code_for(upper.right) == "1"
 
     def _epoch_loop(self, loop: cst.CSTNode) -> bool:
-        for call in self.index.nodes(cst.Call):
+        """The loop also fits or evaluates on data that is not the loop's item: once per epoch, next to a whole
+        set. A `fit` on the item itself (`for state, ..., done in minibatch: model.fit(state, target_f)`, a DQN's
+        per-transition update) makes it a per-item loop, where predict's per-call cost adds up (keon/deep-q-learning,
+        four misses in round 18)."""
+        items = {n.value for n in cst_names(loop.target)} if isinstance(loop, cst.For) else set()
+        for call in self.index.nodes_inside(loop, cst.Call):
             f = call.func
-            if isinstance(f, cst.Attribute) and f.attr.value in EPOCH_METHODS and loop in self.index.ancestors(call):
+            if isinstance(f, cst.Attribute) and f.attr.value in EPOCH_METHODS:
+                x = get_arg(call, "x", 0)
+                if x is not None and items and items & {n.value for n in cst_names(x.value)}:
+                    continue  # fits the loop's own item: a per-item update, not an epoch
                 return True
         return False

@@ -26,6 +26,7 @@ GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_g
 # ImageDataGenerator` and `tf.keras.losses.Reduction.NONE` work, `keras.preprocessing.image.ImageDataGenerator` and
 # `keras.losses.Reduction` do not exist).
 TF_KERAS_KEEPS = frozenset({"keras.preprocessing.image.ImageDataGenerator", "keras.losses.Reduction"})
+LEGACY_OPTIMIZERS = "keras.optimizers.legacy."
 # How an unsafe symbol rename can break, appended to its fix message (issue 15: an unsafe fix says how it can break)
 RENAME_NOTES = (
     ("keras.optimizers.legacy.", " (the new optimizer keeps different slot variables: optimizer state saved by the "
@@ -86,6 +87,12 @@ class RemovedKerasApi(DeclarativeCheck):
         return "since" not in e or self.target_version >= version(e["since"])
 
     def _symbol_message(self, q: str, new: Optional[str]) -> str:
+        if q.startswith(LEGACY_OPTIMIZERS) and new:
+            # the legacy optimizers are what Keras-2 consumers take (an Estimator, TFCO's Lagrangian optimizer, TPU
+            # embeddings): for those the remedy is Keras 2 itself, not the Keras 3 class (round 18, judged false)
+            return (f"`{q}` does not work on Keras 3 (tf.keras since TF 2.16): use `{new}`, or, where a Keras 2 "
+                    "consumer needs this optimizer (an Estimator, TFCO), install `tf_keras` and set "
+                    "`TF_USE_LEGACY_KERAS=1`")
         if new:  # gone, not deprecated: on Keras 3 the old name raises AttributeError (or ImportError)
             return f"`{q}` does not work on Keras 3 (tf.keras since TF 2.16): use `{new}`"
         return f"`{q}` does not work on Keras 3 (tf.keras since TF 2.16)"
@@ -94,7 +101,27 @@ class RemovedKerasApi(DeclarativeCheck):
         q = self.names.qualified_name(node) or ""
         if q in TF_KERAS_KEEPS and not (self.names.import_spelling(node) or "").startswith("keras."):
             return  # `tf.keras.X`, `tensorflow.keras.X`: still there (legacy) on every TF release
+        if q.startswith(LEGACY_OPTIMIZERS) and self._handed_to_other_api(node):
+            e = next((e for e in self.symbols if q in (e["symbol"] if isinstance(e["symbol"], list) else [e["symbol"]])), None)
+            if e is not None and self._applies_to_target(e):
+                self.report(node, self._symbol_message(q, e.get("replace-with")))  # no rename: the consumer needs it
+            return
         super()._symbol(node)
+
+    def _handed_to_other_api(self, node: cst.BaseExpression) -> bool:
+        """`legacy.Adam(...)` is passed straight to a call that is not Keras (`tf.estimator.DNNClassifier(optimizer=
+        ...)`, `tfco.ProxyLagrangianOptimizerV2(optimizer=...)`): the consumer may need the Keras 2 class."""
+        call = self.index.parent(node)
+        if not (isinstance(call, cst.Call) and call.func is node):
+            return False
+        arg = self.index.parent(call)
+        if not isinstance(arg, cst.Arg):
+            return False
+        outer = self.index.parent(arg)
+        if not isinstance(outer, cst.Call):
+            return False
+        q = self.names.call_name(outer) or ""
+        return not q.startswith("keras.") and not (isinstance(outer.func, cst.Attribute) and outer.func.attr.value == "compile")
 
     def _report_call(self, call: cst.Call, e: dict[str, Any], what: str) -> None:
         func = call.func
