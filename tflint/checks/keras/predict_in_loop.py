@@ -211,7 +211,10 @@ class PredictInLoop(Check):
             f = call.func
             if isinstance(f, cst.Attribute) and f.attr.value in EPOCH_METHODS:
                 x = get_arg(call, "x", 0)
-                if x is not None and items and items & {n.value for n in cst_names(x.value)}:
-                    continue  # fits the loop's own item: a per-item update, not an epoch
+                epochs = get_arg(call, "epochs", 3 if f.attr.value == "fit" else None)  # fit(x, y, batch_size, epochs)
+                one_epoch = epochs is None or literal_value(epochs.value) == 1
+                if x is not None and items and one_epoch and items & {n.value for n in cst_names(x.value)}:
+                    continue  # one step on the loop's own item: a per-item update, not an epoch (a fold's
+                    # 100-epoch fit before one predict, keras-tcn's cross-validation, is whole training per item)
                 return True
         return False
