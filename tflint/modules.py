@@ -77,13 +77,10 @@ class ProjectFacts:
         if kind == "b":
             r = self.resolve(path, rest)
             return True if r is not None and self.summaries[r[0]].get("functions", {}).get(r[1], {}).get("model") else None
-        if kind == "k":
-            r = self.resolve(path, rest)
-            if r is not None:
-                s = self.summaries[r[0]]
-                if s.get("classes", {}).get(r[1]) == "model" or s.get("functions", {}).get(r[1], {}).get("model"):
-                    return True
-            return True if self.alias(path, rest) else None
+        if kind == "k":  # a Keras model class, a function that returns a model, or a TensorFlow alias
+            keras = (self.answer(path, f"m:{rest}") == "model" or self.answer(path, f"b:{rest}")
+                     or self.alias(path, rest))
+            return True if keras else None
         return None
 
     def alias(self, importer: str, name: str, depth: int = 0) -> Optional[str]:

@@ -146,7 +146,7 @@ def _names(value: Any) -> set[str]:
     return set(value) if isinstance(value, list) else {value}
 
 
-def _qnames(value: Any) -> set[str]:
+def qnames(value: Any) -> set[str]:
     """Qualified names as the resolver spells them (`tensorflow.keras.X` -> `keras.X`, ...)."""
     return {canonical(v) for v in _names(value)}
 
@@ -163,8 +163,8 @@ class DeclarativeCheck(Check):
         self.symbols = [e for e in entries if "symbol" in e]
         self.calls = [e for e in entries if "call" in e]
         self.methods = [e for e in entries if "method" in e]
-        self._symbol_tails = {s.rsplit(".", 1)[-1] for e in self.symbols for s in _qnames(e["symbol"])}
-        self._call_tails = {s.rsplit(".", 1)[-1] for e in self.calls for s in _qnames(e["call"])}
+        self._symbol_tails = {s.rsplit(".", 1)[-1] for e in self.symbols for s in qnames(e["symbol"])}
+        self._call_tails = {s.rsplit(".", 1)[-1] for e in self.calls for s in qnames(e["call"])}
         self._method_names = {m for e in self.methods for m in _names(e["method"])}
         self._default_fix = next((f for f in meta.fix if f != "none"), "display")
         # a rule that renames or replaces API is about versions: compatibility code is left alone
@@ -214,7 +214,7 @@ class DeclarativeCheck(Check):
         if q is None:
             return
         for e in self.symbols:
-            if q in _qnames(e["symbol"]) and self._applies_to_target(e):
+            if q in qnames(e["symbol"]) and self._applies_to_target(e):
                 new = e.get("replace-with")
                 message = e.get("message") or self._symbol_message(q, new)
                 spelled = self.names.alias_for(new) if new else None
@@ -237,7 +237,7 @@ class DeclarativeCheck(Check):
             q = self.names.call_name(node)
             if q is not None:
                 for e in self.calls:
-                    if q in _qnames(e["call"]) and self._conditions(node, e):
+                    if q in qnames(e["call"]) and self._conditions(node, e):
                         self._report_call(node, e, f"`{q}`")
                         return
         if tail in self._method_names and isinstance(func, cst.Attribute):

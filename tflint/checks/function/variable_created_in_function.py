@@ -72,7 +72,7 @@ class VariableCreatedInFunction(Check):
         if outer is None:
             return False
         uses = [u for u in self.index.names_named(fn.name.value)
-                if self.index.lookup(fn.name.value, u) is not None and self.index.lookup(fn.name.value, u).node is fn]
+                if getattr(self.index.lookup(fn.name.value, u), "node", None) is fn]
         if len(uses) != 1:
             return False
         call = self.index.parent(uses[0])

@@ -7,9 +7,8 @@ import libcst as cst
 
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
-from ...semantics.index import syntax_children
 from ..base import Check
-from ..common import display_code, is_small_loop, loop_bound, user_paced, video_loop
+from ..common import display_code, is_small_loop, loop_bound, nodes_under, user_paced, video_loop
 from .models import is_model_value, resolve_value
 
 # Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
@@ -20,15 +19,9 @@ TRAIN_STEP_METHODS = frozenset({"train_on_batch", "test_on_batch"})  # Keras-onl
 ONE_OFF_CALLS = 100  # a top-level loop of at most this many predicts, run once: seconds of overhead in all
 
 
-def cst_names(node: cst.CSTNode) -> list[cst.Name]:
-    """The Name nodes in `node` (its own too)."""
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.append(n)
-        stack.extend(syntax_children(n))
-    return out
+def _batch_feeder(q) -> bool:
+    """A Keras `Sequence` or `PyDataset` class, under any module path (`keras.utils.data_utils.Sequence` too)."""
+    return bool(q) and q.startswith("keras.") and q.rsplit(".", 1)[-1] in ("Sequence", "PyDataset")
 
 
 class PredictInLoop(Check):
@@ -100,9 +93,7 @@ class PredictInLoop(Check):
             if isinstance(func, cst.Name):
                 b = self.index.lookup(func.value, func)
                 if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef) and any(
-                        (self.names.qualified_name(base.value) or "").rsplit(".", 1)[-1] in ("Sequence", "PyDataset")
-                        and (self.names.qualified_name(base.value) or "").startswith("keras.")
-                        for base in b.node.bases):
+                        _batch_feeder(self.names.qualified_name(base.value)) for base in b.node.bases):
                     return True
         return False
 
@@ -206,14 +197,14 @@ class PredictInLoop(Check):
         set. A `fit` on the item itself (`for state, ..., done in minibatch: model.fit(state, target_f)`, a DQN's
         per-transition update) makes it a per-item loop, where predict's per-call cost adds up (keon/deep-q-learning,
         four misses in round 18)."""
-        items = {n.value for n in cst_names(loop.target)} if isinstance(loop, cst.For) else set()
+        items = {n.value for n in nodes_under(loop.target, cst.Name)} if isinstance(loop, cst.For) else set()
         for call in self.index.nodes_inside(loop, cst.Call):
             f = call.func
             if isinstance(f, cst.Attribute) and f.attr.value in EPOCH_METHODS:
                 x = get_arg(call, "x", 0)
                 epochs = get_arg(call, "epochs", 3 if f.attr.value == "fit" else None)  # fit(x, y, batch_size, epochs)
                 one_epoch = epochs is None or literal_value(epochs.value) == 1
-                if x is not None and items and one_epoch and items & {n.value for n in cst_names(x.value)}:
+                if x is not None and items and one_epoch and items & {n.value for n in nodes_under(x.value, cst.Name)}:
                     continue  # one step on the loop's own item: a per-item update, not an epoch (a fold's
                     # 100-epoch fit before one predict, keras-tcn's cross-validation, is whole training per item)
                 return True

@@ -13,7 +13,7 @@ import libcst as cst
 
 from ...semantics import NOT_LITERAL, get_arg, literal_value
 from ...pins import keras2_style
-from ..declarative import DeclarativeCheck
+from ..declarative import DeclarativeCheck, qnames
 from ..evidence import version
 from .models import keras3_established, keras_major
 
@@ -59,10 +59,10 @@ class RemovedKerasApi(DeclarativeCheck):
                 self.skip_file = True
 
     def report(self, node, message=None, **kwargs) -> None:
-        if self._keras == 2 and message and message.startswith("`lr=`") and _default_rate(self.sem, node):
-            return  # `Adam(lr=1e-3)` on Keras 2.11+: `lr` is ignored, and the default it falls back to is that value
-        if self._keras == 2 and message and message.startswith("`lr=`") and _RATE_SET_LATER.search(self.ctx.text):
-            return  # `K.set_value(model.optimizer.lr, schedule(epoch))` each epoch: the rate training runs at is set there
+        if self._keras == 2 and message and message.startswith("`lr=`") and (
+                _default_rate(self.sem, node)  # `Adam(lr=1e-3)` on Keras 2.11+: the default it falls back to is that value
+                or _RATE_SET_LATER.search(self.ctx.text)):  # `K.set_value(model.optimizer.lr, ...)`: set there
+            return  # the ignored `lr=` changes nothing training runs at
         if self._keras == 2 and message:
             message = message.replace(
                 ' is not accepted by Keras 3 optimizers ("Argument(s) not recognized")',
@@ -102,7 +102,7 @@ class RemovedKerasApi(DeclarativeCheck):
         if q in TF_KERAS_KEEPS and not (self.names.import_spelling(node) or "").startswith("keras."):
             return  # `tf.keras.X`, `tensorflow.keras.X`: still there (legacy) on every TF release
         if q.startswith(LEGACY_OPTIMIZERS) and self._handed_to_other_api(node):
-            e = next((e for e in self.symbols if q in (e["symbol"] if isinstance(e["symbol"], list) else [e["symbol"]])), None)
+            e = next((e for e in self.symbols if q in qnames(e["symbol"])), None)
             if e is not None and self._applies_to_target(e):
                 self.report(node, self._symbol_message(q, e.get("replace-with")))  # no rename: the consumer needs it
             return
@@ -134,12 +134,12 @@ class RemovedKerasApi(DeclarativeCheck):
         super()._report_call(call, e, what)
 
 
-# the default `learning_rate` of each optimizer in Keras 2.11-2.15 (tf_keras 2.15.0's optimizers/*.py) and Keras 3
 # the file sets the optimizer's learning rate itself after building it: an ignored `lr=` then changes nothing that
 # training runs at (idealo/image-super-resolution sets it every epoch; judged false in round 15)
 _RATE_SET_LATER = re.compile(
     r"set_value\(\s*[\w.\[\]]*\.(lr|learning_rate)\b|\.(lr|learning_rate)\.assign\(|LearningRateScheduler\("
     r"|\boptimizer\.(lr|learning_rate)\s*=[^=]")
+# the default `learning_rate` of each optimizer in Keras 2.11-2.15 (tf_keras 2.15.0's optimizers/*.py) and Keras 3
 _DEFAULT_RATES = {"Adam": 0.001, "SGD": 0.01, "RMSprop": 0.001, "Adagrad": 0.001, "Adadelta": 0.001, "Adamax": 0.001,
                   "Nadam": 0.001, "Ftrl": 0.001, "AdamW": 0.001}
 
