@@ -215,7 +215,13 @@ def order_not_required(text: str) -> bool:
     """The file lets tf.data yield elements out of order (`options.deterministic = False`,
     `experimental_deterministic = False`, or `deterministic=False` on a step): there, a transformation made parallel
     yields its elements in whatever order they finish."""
-    return re.search(r"\b(?:experimental_)?deterministic\s*=\s*False\b", text) is not None
+    if text is not _ORDER[0]:  # asked per call site: search each file's text once
+        _ORDER[0], _ORDER[1] = text, _NOT_DETERMINISTIC.search(text) is not None
+    return _ORDER[1]
+
+
+_NOT_DETERMINISTIC = re.compile(r"\b(?:experimental_)?deterministic\s*=\s*False\b")
+_ORDER: list = [None, False]  # [the last file text asked about, its answer]
 
 
 # -- loops: how many times they run, and whether they train -----------------------------------------------------

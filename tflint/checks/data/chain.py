@@ -676,7 +676,8 @@ def cached_downstream(sem: Semantics, call: cst.Call, budget: int = 40) -> Optio
                 up = sem.index.parent(use)
                 read = ((isinstance(up, cst.Attribute) and up.value is use) or isinstance(up, cst.Element)
                         or (isinstance(up, (cst.Arg, cst.Return)) and up.value is use))
-                if not read or sem.index.enclosing_function(use) is not fn:
+                if not read or (fn is not None and not sem.index.contains(fn, use)) \
+                        or sem.index.enclosing_function(use) is not fn:
                     continue
                 b = sem.index.lookup(name, use)
                 if b is not None and b.node is parent:

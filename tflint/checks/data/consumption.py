@@ -162,8 +162,9 @@ def _is_read(sem: Semantics, name: cst.Name) -> bool:
 def _reads(sem: Semantics, assign: cst.Assign, name: str) -> list[cst.Name]:
     """The reads of `name` that see the binding `assign` makes (a plain or a tuple target)."""
     out = []
-    for use in sem.index.names_named(name):
-        if not _is_read(sem, use) or any(a is assign.targets[0] for a in sem.index.ancestors(use)):
+    index, target = sem.index, assign.targets[0]
+    for use in index.names_named(name):
+        if not _is_read(sem, use) or index.contains(target, use):
             continue
         b = sem.index.lookup(name, use)
         if b is not None and b.node is assign:
