@@ -27,6 +27,8 @@ GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_g
 # `keras.losses.Reduction` do not exist).
 TF_KERAS_KEEPS = frozenset({"keras.preprocessing.image.ImageDataGenerator", "keras.losses.Reduction"})
 LEGACY_OPTIMIZERS = "keras.optimizers.legacy."
+# Optimizer keywords only the legacy (pre-2.11) optimizers take: the new ones raise ValueError on them (Keras 2.11-2.15)
+LEGACY_ONLY_KEYWORDS = ("decay", "gradient_aggregator", "gradient_transformers")
 # How an unsafe symbol rename can break, appended to its fix message (issue 15: an unsafe fix says how it can break)
 RENAME_NOTES = (
     ("keras.optimizers.legacy.", " (the new optimizer keeps different slot variables: optimizer state saved by the "
@@ -59,9 +61,14 @@ class RemovedKerasApi(DeclarativeCheck):
                 self.skip_file = True
 
     def report(self, node, message=None, **kwargs) -> None:
+        if message and message.startswith("`lr=`") and isinstance(node, cst.Call):
+            legacy = next((k for k in LEGACY_ONLY_KEYWORDS if get_arg(node, k) is not None), None)
+            if legacy is not None:
+                self._report_legacy_keyword(node, legacy, kwargs.get("start_node"))
+                return
         if self._keras == 2 and message and message.startswith("`lr=`") and (
                 _default_rate(self.sem, node)  # `Adam(lr=1e-3)` on Keras 2.11+: the default it falls back to is that value
-                or _RATE_SET_LATER.search(self.ctx.text)):  # `K.set_value(model.optimizer.lr, ...)`: set there
+                or self._rate_set_later(node)):  # `K.set_value(model.optimizer.lr, ...)`: set there
             return  # the ignored `lr=` changes nothing training runs at
         if self._keras == 2 and message:
             message = message.replace(
@@ -75,6 +82,36 @@ class RemovedKerasApi(DeclarativeCheck):
                     kwargs["fix_message"] = fix_message + note
                     break
         super().report(node, message, **kwargs)
+
+    def _rate_set_later(self, node: cst.CSTNode) -> bool:
+        """The code that can reach this optimizer sets the learning rate itself: the class that builds it (a
+        scheduler in another class's `fit` trains another model: round 20, a miss), else the whole file."""
+        cls = self.index.enclosing_class(node)
+        if cls is None:
+            return _RATE_SET_LATER.search(self.ctx.text) is not None
+        # the class itself and the module's code outside every other class (a script that drives the class)
+        outer = cls
+        for a in self.index.ancestors(cls):
+            if isinstance(a, cst.ClassDef):
+                outer = a
+        parts = [stmt for stmt in self.index.module.body if not isinstance(stmt, cst.ClassDef) or stmt is outer]
+        return any(_RATE_SET_LATER.search(self.code_for(stmt)) for stmt in parts)
+
+    def _report_legacy_keyword(self, call: cst.Call, keyword: str, start: Optional[cst.CSTNode]) -> None:
+        """`Adam(lr=..., decay=...)`: the new optimizers (Keras 2.11+) raise ValueError on `decay=` (read from keras
+        2.11.0 and 2.15.0, `Optimizer._process_kwargs`), so the call never trains at any rate; Keras 3 warns and
+        ignores `decay=` but raises on `lr=`. Renaming `lr=` alone is not the fix either way: no edit offered."""
+        name = self.code_for(call.func).rsplit(".", 1)[-1]
+        if self._keras == 2:
+            message = (f"`{keyword}=` makes `{name}(...)` raise ValueError on Keras 2.11 and later (\"{keyword} is "
+                       f"deprecated in the new Keras optimizer\"): on Keras 2.11-2.15 use "
+                       f"`tf.keras.optimizers.legacy.{name}`, which keeps `lr=` and `{keyword}=`, or pass a "
+                       "`LearningRateSchedule` as `learning_rate=`")
+        else:
+            message = (f"`lr=` is not accepted by Keras 3 optimizers (\"Argument(s) not recognized\"), and "
+                       f"`{keyword}=` is ignored there (a warning only): renaming `lr=` alone trains without the "
+                       "decay; pass a `LearningRateSchedule` (e.g. `InverseTimeDecay`) as `learning_rate=`")
+        super().report(call, message, start_node=start or call)
 
     def _applies_to_target(self, e: dict[str, Any]) -> bool:
         """On a Keras 2 target only the entries that are wrong there too: those that name the release from which
