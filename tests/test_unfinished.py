@@ -28,6 +28,15 @@ def test_python3_mistakes_are_not_python2(line):
     assert not python2_source([line], 1, "SyntaxError: invalid syntax")
 
 
+def test_tab_mix_in_a_python2_file_is_python2_source():
+    # a tab/space mix is legal in Python 2: CPython 3 stops there before it reaches the file's `print` statements
+    tabbed = ["def f(x):", "    if x:", "\treturn 1", "    return 2", "", 'print "done"']
+    msg = "TabError: inconsistent use of tabs and spaces in indentation"
+    assert python2_source(tabbed, 3, msg)
+    assert not python2_source(tabbed[:-1] + ['print("done")'], 3, msg)  # a Python 3 file: a real mistake
+    assert not python2_source(tabbed, 3, "SyntaxError: invalid syntax")  # only the tab mix is Python 2's
+
+
 def test_python2_message_decides():
     assert python2_source(["foo"], 1, "SyntaxError: Missing parentheses in call to 'print'. Did you mean print(...)?")
 

@@ -59,12 +59,21 @@ _REGION_START = re.compile(r"(?i)\bSTART\s+CODE\s+HERE\b")
 _REGION_END = re.compile(r"(?i)\bEND\s+CODE\s+HERE\b")
 
 
+# Python 2 statements, sought in the whole file when the first error CPython stops at is not one (a tab/space mix
+# is fine in Python 2: improved-gan's `model.py` stops at it before its `print` statements; round 20, not worth)
+_PY2_STATEMENT = re.compile(r"^\s*(print(\s+[^\s=(.,)\[\]]|\s*>>)|exec\s+[\"'\w]|raise\s+[\w.]+\s*,|"
+                            r"except\s+[\w.]+\s*,\s*\w+\s*:)")
+
+
 def python2_source(lines: Sequence[str], row: int, message: str) -> bool:
-    """The syntax error at `row` (1-based) is a Python 2 statement or literal."""
+    """The syntax error at `row` (1-based) is a Python 2 statement or literal, or a tab/space mix (legal in Python 2)
+    in a file that has Python 2 statements elsewhere."""
     if any(m in message for m in _PY2_MESSAGES):
         return True
     line = lines[row - 1] if 0 < row <= len(lines) else ""
-    return bool(_PY2_LINE.search(_code_part(line)))
+    if _PY2_LINE.search(_code_part(line)):
+        return True
+    return "tabs and spaces" in message and any(_PY2_STATEMENT.search(_code_part(ln)) for ln in lines)
 
 
 def exercise_blank(lines: Sequence[str], row: int, message: str = "") -> bool:

@@ -141,6 +141,27 @@ def is_model_value(sem: Semantics, expr: cst.BaseExpression) -> bool:
             if b.node.annotation is not None:
                 return sem.names.qualified_name(b.node.annotation.annotation) in MODEL_CLASSES
             return _model_passed(sem, b.node)
+        if b is not None and b.kind == "unpack" and isinstance(b.node, cst.Assign) and b.index is not None:
+            return _unpacked_model_param(sem, b)
+    return False
+
+
+def _unpacked_model_param(sem: Semantics, b) -> bool:
+    """`generator, discriminator, adversarial = models` with `models` a parameter that a same-file call fills with
+    a tuple whose item at that position is a Keras model (`models = (generator, discriminator, adversarial)`;
+    `train(models, ...)`: the GAN chapters of PacktPublishing's Advanced-Deep-Learning-with-Keras, 11 round-20
+    misses)."""
+    if not isinstance(b.value, cst.Name):
+        return False
+    pb = sem.index.lookup(b.value.value, b.value)
+    if pb is None or pb.kind != "param" or not isinstance(pb.node, cst.Param):
+        return False
+    for arg in sem.functions.arguments_passed(pb.node) or ():
+        items = resolve_value(sem, arg.value) if arg is not None else None
+        if isinstance(items, (cst.Tuple, cst.List)) and b.index < len(items.elements) and not any(
+                isinstance(e, cst.StarredElement) for e in items.elements):
+            if is_model(sem, items.elements[b.index].value):
+                return True
     return False
 
 
