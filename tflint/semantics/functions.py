@@ -123,7 +123,33 @@ class Functions:
             cls = self.index.enclosing_class(expr)
             if cls is not None:
                 return self.method(cls, expr.attr.value)
+        if isinstance(expr, cst.Attribute):
+            cls = self.instance_class(expr.value)
+            if cls is not None:
+                return self.method(cls, expr.attr.value)
         return None
+
+    def instance_class(self, expr: cst.BaseExpression) -> Optional[cst.ClassDef]:
+        """The same-file class `expr` is an instance of, when its only assignments construct it: `agent` with
+        `agent = Agent(env)`, or `self.actor` with every `self.actor = Actor(...)` of the enclosing class (an agent
+        that holds its actor and critic: marload/DeepRL-TensorFlow2, round 20)."""
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            values = [b.value] if b is not None and b.kind in ("assign", "annassign") and b.value is not None else []
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self.index.enclosing_class(expr)
+            values = list(self.index.self_assignments(cls).get(expr.attr.value, ())) if cls is not None else []
+        else:
+            return None
+        found: Optional[cst.ClassDef] = None
+        for value in values:
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+                return None
+            cb = self.index.lookup(value.func.value, value.func)
+            if cb is None or cb.kind != "class" or not isinstance(cb.node, cst.ClassDef) or (found is not None and cb.node is not found):
+                return None
+            found = cb.node
+        return found
 
     def method(self, cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
         return self.index.class_methods(cls).get(name)

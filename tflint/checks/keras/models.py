@@ -106,9 +106,13 @@ def model_origin(sem: Semantics, expr: cst.BaseExpression, _depth: int = 0) -> O
 
 
 def self_attribute_values(sem: Semantics, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """For `self.x`, the values assigned to `self.x` anywhere in the enclosing class."""
-    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+    """For `self.x`, the values assigned to `self.x` anywhere in the enclosing class; for `obj.x` with `obj` an
+    instance of a same-file class (`self.actor.model`, `agent.model`), those assigned to `self.x` in that class."""
+    if not isinstance(expr, cst.Attribute):
         return []
+    if not (isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        owner = sem.functions.instance_class(expr.value)
+        return list(sem.index.self_assignments(owner).get(expr.attr.value, ())) if owner is not None else []
     cls = sem.index.enclosing_class(expr)
     if cls is None:
         return []
