@@ -266,3 +266,53 @@ def test_a_model_built_by_another_module_is_a_model(tmp_path):
     found = {(name, row, code) for name, row, code in _findings([tmp_path]) if code == "TFL301"}
     assert found == {("unet.py", 15, "TFL301")}
     assert not any(code == "TFL301" for _, _, code in _findings([tmp_path / "unet.py"]))
+
+
+_ROUTINES = '''import tensorflow as tf
+
+
+def train(strategy: tf.distribute.Strategy, train_step, dataset, epochs=10):
+    for _ in range(epochs):
+        train_loop(train_step, dataset, strategy)
+
+
+def train_loop(train_step, dataset, strategy):
+    step = wrap_step_into_strategy(train_step, strategy)
+    for batch in dataset:
+        step(batch)
+
+
+def wrap_step_into_strategy(step, strategy: tf.distribute.Strategy):
+    def one_device(batch):
+        return strategy.run(step, args=batch)
+
+    return one_device
+'''
+
+
+@pytest.mark.parametrize("decorate,reported", [("", True), ("@tf.function\n    ", False)])
+def test_a_step_another_module_passes_to_a_strategy_run_wrapper(tmp_path, decorate, reported):
+    """ScalaConsultants/Aspect-Based-Sentiment-Analysis (#23's real example for TFL506): `routines.train(strategy,
+    train_step, ...)` wraps the step it is given in a closure that calls `strategy.run(step, args=batch)` and calls
+    that closure once per batch; `classifier.py` passes a plain tape step, so every replica's step runs eagerly. A
+    caller that passes a `tf.function` makes it a graph step: silent. Alone, `routines.py` cannot know the step."""
+    (tmp_path / ".git").mkdir()
+    pkg = tmp_path / "absa"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "routines.py").write_text(_ROUTINES)
+    (pkg / "classifier.py").write_text(
+        "import tensorflow as tf\nfrom . import routines\n\n\n"
+        "def train_classifier(model, optimizer, dataset, strategy=tf.distribute.OneDeviceStrategy('CPU')):\n"
+        "    with strategy.scope():\n"
+        f"        {decorate}def train_step(x, y):\n"
+        "            with tf.GradientTape() as tape:\n"
+        "                loss = tf.reduce_mean(tf.square(model(x) - y))\n"
+        "            grads = tape.gradient(loss, model.trainable_variables)\n"
+        "            optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+        "            return loss\n\n"
+        "    routines.train(strategy=strategy, train_step=train_step, dataset=dataset)\n".replace(
+            "        @tf.function\n    def", "        @tf.function\n        def"))
+    found = {(name, row) for name, row, code in _findings([tmp_path]) if code == "TFL506"}
+    assert found == ({("routines.py", 17)} if reported else set())
+    assert not any(code == "TFL506" for _, _, code in _findings([pkg / "routines.py"]))

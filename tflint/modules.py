@@ -72,6 +72,18 @@ class ProjectFacts:
                 if self._dataset(caller, o, 0) is None:
                     return "other"
             return "dataset"
+        if kind == "f":  # what calls from other modules pass for a parameter when it is a function
+            fn, pos, param = (rest.split(":", 2) + ["", ""])[:3]
+            sites = self.callers().get((path, fn), [])
+            if not sites:
+                return None
+            kinds = set()
+            for _, site in sites:
+                if site.get("star"):
+                    return "other"
+                fns = site.get("fns", {})
+                kinds.add(fns.get(pos) if pos and pos in fns else fns.get(param, "other"))
+            return kinds.pop() if len(kinds) == 1 else "other"
         if kind == "t":
             return self.trainers().get((path, rest))
         if kind == "a":

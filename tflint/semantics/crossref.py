@@ -15,6 +15,7 @@ Questions (keys of the record):
     g:<function>        whether another module calls this file's module-level <function> from graph code
     m:<name>            whether the project class a call names is a Keras "model" or "layer" subclass
     p:<function>:<pos>:<param>   what calls from other modules pass there: "dataset" (every one), "other", None
+    f:<function>:<pos>:<param>   the same for a function passed there: "plain", "graph" (every one), "other", None
     t:<function>        where another module trains on the dataset this file's module-level <function> returns
     a:<name>            the TensorFlow or Keras name a project module or module-level name stands for
     b:<name>            whether the project function a call names returns a Keras model
@@ -80,6 +81,12 @@ class ProjectView:
         other module calls it, True when every such call passes a dataset, False otherwise."""
         answer = self._ask(f"p:{function}:{'' if position is None else position}:{param}")
         return None if answer is None else answer == "dataset"
+
+    def function_passed_elsewhere(self, function: str, position: Optional[int], param: str) -> Optional[str]:
+        """What calls of this file's module-level `function` from other modules pass for `param` when it is a
+        function of theirs: "plain" (every one passes a function that is not a graph function), "graph" (every one
+        a `tf.function` or Keras step), "other", or None when no other module calls it."""
+        return self._ask(f"f:{function}:{'' if position is None else position}:{param}")
 
     def trained_elsewhere(self, function: str, item: Optional[int] = None) -> Optional[str]:
         """Which other module ("train.py") trains on what this file's module-level `function` returns, as it

@@ -6,7 +6,8 @@ project facts), so the cache can keep it beside the file's findings.
                           "model": true}},                                      # (returns a Keras model)
      "classes": {name: "model" | "layer"},                                          # Keras subclasses
      "imports": {local name: "pkg.mod.name" or ".mod.name"},                        # re-exports (`__init__.py`)
-     "calls": [{"target": "data.make", "args": {"0": ORIGIN | None, "ds": ...}, "graph": true, "star": true}],
+     "calls": [{"target": "data.make", "args": {"0": ORIGIN | None, "ds": ...}, "graph": true, "star": true,
+                "fns": {"1": "plain" | "graph"}}],                  # same-file functions passed as arguments
      "trains": [{"via": "data.make", "methods": [...], "index": 0}],                # training on such a dataset
                                                            # (`index`: the item of a returned tuple it unpacks)
      "aliases": {local name: "keras"}, "star": "keras"}                            # TensorFlow through this module
@@ -68,6 +69,7 @@ def summarize(sem) -> dict:
         site: dict = {"target": target}
         args: dict[str, Optional[dict]] = {}
         position = 0
+        fns: dict[str, str] = {}
         for a in call.args:
             if a.star:
                 site["star"] = True
@@ -78,8 +80,13 @@ def summarize(sem) -> dict:
                 key = str(position)
                 position += 1
             args[key] = origin(sem, a.value)
+            kind = _callable_kind(sem, a.value) if args[key] is None else None
+            if kind is not None:
+                fns[key] = kind
         if args:
             site["args"] = args
+        if fns:
+            site["fns"] = fns
         if sem.functions.tf_function_of(call) is not None:
             site["graph"] = True
         calls.append(site)
@@ -93,6 +100,17 @@ def summarize(sem) -> dict:
     if trains:
         out["trains"] = trains
     return out
+
+
+def _callable_kind(sem, expr: cst.BaseExpression) -> Optional[str]:
+    """A same-file function passed as an argument: "graph" when it runs as a graph function wherever it is called
+    (decorated or wrapped by `tf.function`, a Keras step), else "plain"; None for anything else."""
+    if not isinstance(expr, (cst.Name, cst.Lambda)):
+        return None
+    fn = sem.functions.resolve_callable(expr)
+    if fn is None:
+        return None
+    return "graph" if sem.functions.tf_function_reason(fn) in ("decorated", "wrapped", "keras-step") else "plain"
 
 
 def _aliases(sem) -> tuple[dict[str, str], Optional[str]]:

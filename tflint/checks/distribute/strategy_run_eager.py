@@ -5,8 +5,9 @@ value merely named like a strategy is not enough: TF's own graph-mode Keras v1 l
 `model._distribution_strategy` to build a graph once), the call is not inside a function that runs as a graph
 (decorated or wrapped by `tf.function`, a Keras step, or called only from one), and it runs once per iteration of a
 Python loop: written in the loop's body, or in a plain function that a loop in this file calls (two calls deep).
-The step given to `run` must be a same-file function that is not itself a `tf.function`: a graph step runs as a
-graph on each replica even when `run` is called eagerly (unknown means silent).
+The step given to `run` must be a same-file function that is not itself a `tf.function`, or a parameter every caller
+fills with one (same file, or another module for a module-level function): a graph step runs as a graph on each
+replica even when `run` is called eagerly (unknown means silent).
 Silent in TF1 code (`experimental_run_v2` under sessions) and in loops known to run a handful of times.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ class StrategyRunEager(Check):
         for run in run_calls(self.sem):
             if self.functions.tf_function_of(run) is not None:
                 continue
-            if not self._eager_step(run) or strategy_of(self.sem, run.func.value) is None:
+            if not self._eager_step(run) or not self._strategy(run.func.value):
                 continue  # a strategy known by its name only (`model._distribution_strategy`) is not enough here
             where = self._loop_around(run, DEPTH, set())
             if where is None:
@@ -48,18 +49,54 @@ class StrategyRunEager(Check):
                 start_node=run.func.attr,
             )
 
+    def _strategy(self, expr: cst.BaseExpression) -> bool:
+        """A strategy by its constructor, or a parameter annotated as one (`strategy: tf.distribute.Strategy`)."""
+        if strategy_of(self.sem, expr) is not None:
+            return True
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind == "param" and isinstance(b.node, cst.Param) and b.node.annotation is not None:
+                q = self.names.qualified_name(b.node.annotation.annotation) or ""
+                return q.startswith(("tensorflow.distribute.", "tensorflow.compat.v1.distribute.")) and q.endswith("Strategy")
+        return False
+
     def _eager_step(self, run: cst.Call) -> bool:
-        """The function given to `run` is a same-file def or lambda that is not itself a graph function. A
-        `tf.function` step (or a concrete function, a method of another object: unknown) runs each replica's step as
-        a graph even when `run` is called eagerly, so only the per-call dispatch is left: silent."""
+        """The function given to `run` is a same-file def or lambda that is not itself a graph function, or a
+        parameter that every caller fills with one (through up to three same-file parameters, and from other
+        modules for a module-level function: a library's `train(strategy, train_step, ...)` that wraps the step
+        it is given). A `tf.function` step (or a concrete function, a method of another object: unknown) runs each
+        replica's step as a graph even when `run` is called eagerly, so only the per-call dispatch is left: silent."""
         arg = get_arg(run, "fn", 0)
-        if arg is None:
-            return False
-        fn = self.functions.resolve_callable(arg.value)
-        if fn is None or self._wrapped_value(arg.value):
+        return arg is not None and self._plain_function(arg.value, 3)
+
+    def _plain_function(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind == "param" and isinstance(b.node, cst.Param):
+                return depth > 0 and self._plain_param(b.node, depth - 1)
+        fn = self.functions.resolve_callable(expr)
+        if fn is None or self._wrapped_value(expr):
             return False
         # a function that is a graph function wherever it is called (not one traced only when a graph calls it)
         return self.functions.tf_function_reason(fn) not in ("decorated", "wrapped", "keras-step")
+
+    def _plain_param(self, param: cst.Param, depth: int) -> bool:
+        """Every call of the parameter's function, in this file and in the project's other modules, passes a plain
+        function there; unknown (no caller, a `*args` call, a value of unknown origin) is False."""
+        passed = self.functions.arguments_passed(param)
+        if passed is None:
+            return False
+        if any(a is None or not self._plain_function(a.value, depth) for a in passed):
+            return False
+        fn = self.index.parent(self.index.parent(param))
+        elsewhere = None
+        if isinstance(fn, cst.FunctionDef) and self.index.parent(fn) is self.index.module and self.sem.project is not None:
+            positional = list(fn.params.posonly_params) + list(fn.params.params)
+            pos = next((i for i, p in enumerate(positional) if p is param), None)
+            elsewhere = self.sem.project.function_passed_elsewhere(fn.name.value, pos, param.name.value)
+            if elsewhere is not None and elsewhere != "plain":
+                return False
+        return bool(passed) or elsewhere == "plain"
 
     def _wrapped_value(self, expr: cst.BaseExpression) -> bool:
         """`tf.function(step)` passed directly, or a name bound to it."""
@@ -84,8 +121,33 @@ class StrategyRunEager(Check):
             return None
         seen.add(id(fn))
         for call in self.index.nodes(cst.Call):
-            if self.functions.resolve_callable(call.func) is not fn or self.functions.tf_function_of(call) is not None:
+            if self.functions.tf_function_of(call) is not None:
+                continue
+            if self.functions.resolve_callable(call.func) is not fn and fn not in self._made_by(call.func):
                 continue
             if self._loop_around(call, depth - 1, seen) is not None:
                 return f"a Python loop (through `{fn.name.value}`)"
         return None
+
+    def _made_by(self, func: cst.BaseExpression) -> list:
+        """The nested defs a name may hold when it is bound to a call of a same-file function that returns them
+        (`step = wrap_step_into_strategy(train_step, strategy)` with `return distributed if multi else one_device`)."""
+        if not isinstance(func, cst.Name):
+            return []
+        b = self.index.lookup(func.value, func)
+        if b is None or b.kind != "assign" or not isinstance(b.value, cst.Call):
+            return []
+        maker = self.functions.resolve_callable(b.value.func)
+        if not isinstance(maker, cst.FunctionDef):
+            return []
+        out = []
+        for r in self.functions.body_nodes(maker, cst.Return):
+            if self.functions.owner(r) is not maker or r.value is None:
+                continue
+            values = [r.value.body, r.value.orelse] if isinstance(r.value, cst.IfExp) else [r.value]
+            for v in values:
+                if isinstance(v, cst.Name):
+                    made = self.functions.resolve_callable(v)
+                    if isinstance(made, cst.FunctionDef):
+                        out.append(made)
+        return out
