@@ -15,7 +15,7 @@ import libcst as cst
 
 from ...semantics import NOT_LITERAL, Pipeline, Semantics, Step, get_arg, literal_value
 from ...semantics.datasets import DATASET_METHODS
-from ..common import calls_in_function, python_function_call  # noqa: F401  (re-exported for rules)
+from ..common import calls_in_function, nodes_under, python_function_call  # noqa: F401  (re-exported for rules)
 
 # -- pipelines ------------------------------------------------------------------------------------------------
 
@@ -724,11 +724,48 @@ def evaluation_pipeline(sem: Semantics, call: cst.Call, p: Optional[Pipeline] = 
     arg = sem.index.parent(call)
     if isinstance(arg, cst.Arg) and arg.keyword is not None:
         names.append(arg.keyword.value)
-    if any(EVALUATION.search(n) for n in names):
+    if any(EVALUATION.search(n) for n in names) or eval_branch(sem, call):
         return True
     calls = [s.call for s in (p.steps if p is not None else []) if s.call is not None] + [call]
     return any(isinstance(a.value, cst.SimpleString) and EVALUATION.search(a.value.evaluated_value or "")
                for c in calls for a in c.args)
+
+
+_TRAINING = re.compile(r"(^|_)(train|training|is_training|istraining)(_|$)", re.I)
+
+
+def _mentions(test: cst.BaseExpression, pattern: re.Pattern) -> bool:
+    for n in nodes_under(test, cst.Name):
+        if pattern.search(n.value):
+            return True
+    return any(pattern.search(s.evaluated_value or "") for s in nodes_under(test, cst.SimpleString)
+               if isinstance(s.evaluated_value, str))
+
+
+def eval_branch(sem: Semantics, node: cst.CSTNode) -> bool:
+    """`node` is built only when not training: in the `else` of `if split == "train":` / `if is_training:` /
+    `if mode == tf.estimator.ModeKeys.TRAIN:`, or in the body of `if not is_training:` / `if split == "eval":` (an
+    input function's evaluation branch: read once per evaluation, judged not worth acting on in round 20)."""
+    child = node
+    for a in sem.index.ancestors(node):
+        if isinstance(a, cst.If):
+            test = a.test
+            negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            inner = test.expression if negated else test
+            training = _mentions(inner, _TRAINING) and not _mentions(inner, EVALUATION)
+            evaluating = _mentions(inner, EVALUATION) and not _mentions(inner, _TRAINING)
+            if isinstance(inner, cst.Comparison) and any(isinstance(c.operator, (cst.NotEqual, cst.IsNot))
+                                                         for c in inner.comparisons):
+                negated = not negated
+            in_body = child is a.body
+            in_else = a.orelse is not None and child is a.orelse
+            if (training and ((in_else and not negated) or (in_body and negated))) or \
+                    (evaluating and ((in_body and not negated) or (in_else and negated))):
+                return True
+        if isinstance(a, (cst.FunctionDef, cst.Lambda)):
+            return False
+        child = a
+    return False
 
 
 def endless_repeat(call: cst.Call) -> bool:

@@ -9,7 +9,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import NOT_LITERAL, Pipeline, get_arg, literal_value
 from ..base import Check
-from .chain import EVALUATION, cheap_function, evaluation_pipeline, mapped_fn
+from .chain import EVALUATION, cheap_function, eval_branch, evaluation_pipeline, mapped_fn
 from .consumption import TF1_ITERATOR_FUNCS, TF1_ITERATOR_METHODS
 from ..redundancy.sessions import is_session
 from ..common import (
@@ -146,6 +146,8 @@ class DatasetWithoutPrefetch(Check):
         if id(last.call) in self._reported:
             return
         self._reported.add(id(last.call))
+        if eval_branch(self.sem, last.call):
+            return  # the evaluation branch of an input function: read once per evaluation (round 20, not worth)
         disabled = optimization_disabled(self.ctx.text, "inject_prefetch", self.sem)
         if self.target_version >= INJECT_PREFETCH_SINCE and not disabled:
             return  # tf.data's `inject_prefetch` (default since 2.11) adds the final prefetch itself
