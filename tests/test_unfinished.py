@@ -45,6 +45,8 @@ def test_python2_message_decides():
     (["x = # TODO"], 1),
     (["# YOUR CODE HERE", "preds ="], 2),
     (["model = load(<insert artifact ID here>)"], 1),
+    (["generated_data = <gen(noise)>"], 1),
+    (["submit_honor((generator, discriminator), <YOUR_EMAIL>, <YOUR_TOKEN>)"], 1),
     (["w = ___"], 1),
     (["_, loss = ########## TO DO ############"], 1),
     (["# labels.", "label_i = ", "pred_i ="], 2),
@@ -89,6 +91,7 @@ def test_block_whose_body_is_a_todo():
     (["### START CODE HERE", "x = 1", "### END CODE HERE", "", "", "", "", "", "", "", "y = (1,"], 11),
     (["value = None", "y = (None,"], 2),
     (["x = (1, y??"], 1),  # IPython's help syntax, not a blank
+    (["y = (x < 1) > (2"], 1),  # comparisons, not an angle-bracket placeholder
 ])
 def test_real_mistakes_are_not_blanks(lines, row):
     assert not exercise_blank(lines, row)

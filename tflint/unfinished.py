@@ -49,7 +49,9 @@ _MARKER = re.compile(r"(?i)\b(TODO|TO\s?DO|FIXME|YOUR\s+(CODE|ACTION|ANSWER|TURN
 # ? with an integer`, `df[ ? ]`; `name??` and a `?` starting a line are IPython's help), and
 # `x = raise NotImplementedError()` (the reader replaces the raise)
 _PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?|(?<![\w)\]}?])\?\?(?!\?)|=\s*raise\b"
-                          r"|(?<=[=(\[,:])\s*\?(?=\s*(?:[)\],#]|$))")
+                          r"|(?<=[=(\[,:])\s*\?(?=\s*(?:[)\],#]|$))"
+                          # `<gen(noise)>`, `<YOUR_EMAIL>` standing where a value goes (hse-aml's course, round 20)
+                          r"|(?:(?<=[=(\[,:])|^)\s*<[A-Za-z_][^<>\n]*>\s*(?=[)\],#]|$)")
 _UNFINISHED = re.compile(r"^\s*[\w.\[\]'\", =]+=\s*$")  # `label_i =`, `preds, labels =`, `x = y =`
 # `None` where the reader's name goes (`def None():`, `None.None(...)`, `label_encoder.None`): graded-assignment
 # skeletons; and the region such a skeleton marks for the reader's code (`### START CODE HERE` ... `### END CODE
