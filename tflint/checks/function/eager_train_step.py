@@ -21,6 +21,14 @@ EFFECT_PREFIXES = ("builtins.print", "builtins.open", "builtins.input", "logging
 NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"})
 
 
+def applies_update(calls) -> bool:
+    """The calls apply gradients: an optimizer's `apply_gradients`/`minimize`, or `tape.gradient(...)` and a
+    variable's `assign_sub` (the hand-written SGD update of TensorFlow's low-level training tutorials:
+    `w.assign_sub(lr * dw)`; dragen1860's book, four round-20 misses)."""
+    methods = {c.func.attr.value for c in calls if isinstance(c.func, cst.Attribute)}
+    return bool(methods & STEP_METHODS) or {"gradient", "assign_sub"} <= methods
+
+
 # precondition failures that mean the step works on host values every iteration (an RL step sampling a NumPy
 # replay buffer, a step that logs `loss.numpy()`): `tf.function` cannot wrap it as written, so the claim that
 # wrapping it runs each step as one graph does not hold; unknown means silent
@@ -74,8 +82,7 @@ class EagerTrainStep(Check):
                    if self.functions.owner(w) is fn)
         if not tape:
             return False
-        return any(isinstance(c.func, cst.Attribute) and c.func.attr.value in STEP_METHODS
-                   for c in self.functions.calls_in(fn))
+        return applies_update(self.functions.calls_in(fn))
 
     def _loops_inline(self, fn: cst.FunctionDef) -> bool:
         """Every tape of `fn` sits in a loop of `fn`'s own: `fn` is a training loop (an epoch, a whole run) with
@@ -110,9 +117,7 @@ class EagerTrainStep(Check):
             inner_loops = [lp for lp in self.index.enclosing_loops(w) if isinstance(lp, (cst.For, cst.While))]
             if not inner_loops or inner_loops[0] is not loop:
                 continue  # reported for the innermost loop
-            applies = [c for c in walk(loop.body, cst.Call)
-                       if isinstance(c.func, cst.Attribute) and c.func.attr.value in STEP_METHODS]
-            if applies:
+            if applies_update(walk(loop.body, cst.Call)):
                 self.report(w, "A GradientTape training step written inline in a loop runs eagerly (op by op, in "
                                "Python); move the step into a function decorated with `@tf.function` and call it "
                                "in the loop")
