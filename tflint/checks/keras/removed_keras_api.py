@@ -103,8 +103,8 @@ class RemovedKerasApi(DeclarativeCheck):
         ignores `decay=` but raises on `lr=`. Renaming `lr=` alone is not the fix either way: no edit offered."""
         name = self.code_for(call.func).rsplit(".", 1)[-1]
         if self._keras == 2:
-            message = (f"`{keyword}=` makes `{name}(...)` raise ValueError on Keras 2.11 and later (\"{keyword} is "
-                       f"deprecated in the new Keras optimizer\"): on Keras 2.11-2.15 use "
+            message = (f"`{keyword}=` makes `{name}(...)` raise ValueError on Keras 2.11-2.15 (\"{keyword} is "
+                       f"deprecated in the new Keras optimizer\"): there, use "
                        f"`tf.keras.optimizers.legacy.{name}`, which keeps `lr=` and `{keyword}=`, or pass a "
                        "`LearningRateSchedule` as `learning_rate=`")
         else:
