@@ -17,14 +17,11 @@ from typing import Optional
 
 import libcst as cst
 
-from ...semantics import get_arg, literal_value
+from ...semantics import literal_value
 from ..base import Check
-from ..common import is_small_loop, nodes_under
-from ..function._graph import tensors
+from ..common import applies_gradients, is_small_loop, nodes_under
+from ..function._graph import walk
 
-APPLY_METHODS = frozenset({"apply_gradients", "minimize"})
-# updates that make a step with a GradientTape a training step (`w.assign_sub(lr * tape.gradient(loss, w))`)
-UPDATE_METHODS = frozenset({"assign_sub", "assign_add", "assign"})
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.complex", "builtins.str",
                          "builtins.repr", "builtins.format"})
 HOST_FUNCTIONS = frozenset({"keras.backend.get_value", "keras.backend.eval", "keras.backend.batch_get_value"})
@@ -65,6 +62,8 @@ class HostSyncInTrainLoop(Check):
             value = self._read_value(read, what)
             if value is None or not self._is_step_result(value, node, step):
                 continue
+            if self._decides_exit(read, loop):
+                return  # the value decides whether the loop stops (early stopping, "solved"): needed every step
             self._reported.add(id(read))  # the first read of this step's result waits for it; later ones do not
             name = step.name.value if isinstance(step, cst.FunctionDef) else "the step"
             self.report(read, f"{what} reads the result of the training step `{name}` back to Python on every step "
@@ -79,38 +78,8 @@ class HostSyncInTrainLoop(Check):
         key = id(fn)
         if key not in self._steps:
             reason = self.functions.tf_function_reason(fn)
-            self._steps[key] = reason in ("decorated", "wrapped") and (
-                self._applies(fn, 2, set()) or self._updates_with_tape(fn))
+            self._steps[key] = reason in ("decorated", "wrapped") and applies_gradients(self.sem, fn)
         return self._steps[key]
-
-    def _applies(self, fn, depth: int, seen: set[int]) -> bool:
-        """`fn` applies gradients, in its body, in a same-file helper or in a function it gives `strategy.run`."""
-        if id(fn) in seen:
-            return False
-        seen.add(id(fn))
-        for call in self.functions.calls_in(fn):
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in APPLY_METHODS:
-                return True
-            if depth <= 0:
-                continue
-            targets = [self.functions.resolve_callable(func)]
-            if isinstance(func, cst.Attribute) and func.attr.value in ("run", "experimental_run_v2"):
-                first = get_arg(call, "fn", 0)
-                if first is not None:
-                    targets.append(self.functions.resolve_callable(first.value))
-            if any(t is not None and self._applies(t, depth - 1, seen) for t in targets):
-                return True
-        return False
-
-    def _updates_with_tape(self, fn) -> bool:
-        """`fn` opens a `tf.GradientTape`, takes `.gradient(...)` and assigns a variable (`w.assign_sub(...)`): a
-        hand-written SGD step."""
-        calls = self.functions.calls_in(fn)
-        tape = any(self.names.call_name(c) in ("tensorflow.GradientTape", "tensorflow.compat.v1.GradientTape")
-                   for c in calls)
-        methods = {c.func.attr.value for c in calls if isinstance(c.func, cst.Attribute)}
-        return tape and "gradient" in methods and bool(methods & UPDATE_METHODS)
 
     # -- reads in the loop --------------------------------------------------------------------------------------
     def _reads(self, loop, owner) -> list[tuple[cst.CSTNode, str]]:
@@ -221,6 +190,44 @@ class HostSyncInTrainLoop(Check):
             if isinstance(v, cst.Name) and v.value == "None":
                 return False
         return True
+
+    def _decides_exit(self, read: cst.CSTNode, loop) -> bool:
+        """The read's value (followed through the names assigned from it in the loop body, and names assigned from
+        those) is tested by an `if`/`while` in the loop whose body leaves the loop (`break`, `return`, `raise`):
+        `if running_reward > threshold: break` in TensorFlow's actor-critic tutorial, an early stop on NaN."""
+        for a in self.index.ancestors(read):
+            if a is loop:
+                break
+            if isinstance(a, cst.If) and self.index.contains(a.test, read) or (isinstance(a, cst.If) and a.test is read):
+                if self._exits(a):
+                    return True
+        stmt = self.index.statement_of(read)
+        names: set[str] = set()
+        if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+            names |= {n.value for t in targets for n in walk(t, cst.Name)}
+        methods = [c for c in nodes_under(loop.body, cst.Call)
+                   if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)]
+        for call in methods:  # `history.append(loss.numpy())`: the container holds it
+            if self.index.contains(call, read):
+                names.add(call.func.value.value)
+        if not names:
+            return False
+        assigns = [a for a in nodes_under(loop.body, cst.Assign)] + [a for a in nodes_under(loop.body, cst.AugAssign)]
+        for _ in range(3):
+            for call in methods:  # `rewards.append(reward)`
+                if any(n.value in names for a in call.args for n in walk(a.value, cst.Name)):
+                    names.add(call.func.value.value)
+            for a in assigns:
+                value = a.value
+                targets = [t.target for t in a.targets] if isinstance(a, cst.Assign) else [a.target]
+                if any(n.value in names for n in walk(value, cst.Name)):
+                    names |= {n.value for t in targets for n in walk(t, cst.Name)}
+        return any(self._exits(i) and any(n.value in names for n in walk(i.test, cst.Name))
+                   for i in nodes_under(loop.body, cst.If))
+
+    def _exits(self, branch: cst.If) -> bool:
+        return any(nodes_under(branch.body, t) for t in (cst.Break, cst.Return, cst.Raise))
 
     def _timed(self, loop, owner) -> bool:
         """The loop reads a clock in its own body, directly or under one condition (`if i > warmup_steps:
