@@ -17,7 +17,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
-from ..common import add_keyword_arg, autotune
+from ..common import add_keyword_arg, autotune, nodes_under
 from ..function._graph import walk
 
 READERS = frozenset({"tensorflow.data.TFRecordDataset", "tensorflow.data.TextLineDataset",
@@ -38,7 +38,7 @@ class FlatMapOverFiles(Check):
             return
         arg = get_arg(node, "map_func", 0)
         reader = self._reader(arg.value) if arg is not None else None
-        if reader is None:
+        if reader is None or self._other_branch_interleaves(node):
             return
         message = (f"`flat_map` over file names with a `{reader}` per file reads the files one after another, on one "
                    f"thread; `interleave(..., num_parallel_calls=AUTOTUNE)` opens several files at once and reads them "
@@ -53,6 +53,28 @@ class FlatMapOverFiles(Check):
                     fix_message=f"Use `interleave(..., num_parallel_calls={spelling})` (the records of several files "
                                 "are interleaved: their order changes)",
                     applicability=Applicability.UNSAFE)
+
+    def _other_branch_interleaves(self, node: cst.Call) -> bool:
+        """The `flat_map` is one branch of an `if` whose other branch reads in parallel (`if shuffle_files:
+        ds.apply(parallel_interleave(...)) else: ds.flat_map(TFRecordDataset)`): the sequential, ordered read is the
+        deliberate choice of that branch (google/uncertainty-baselines' deterministic evaluation order)."""
+        child: cst.CSTNode = node
+        for a in self.index.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Module)):
+                return False
+            if isinstance(a, cst.If):
+                other = a.orelse if child is a.body else a.body if child is a.orelse else None
+                if other is not None and any(self._parallel_read(c) for c in nodes_under(other, cst.Call)):
+                    return True
+            child = a
+        return False
+
+    def _parallel_read(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "interleave":
+            return get_arg(call, "num_parallel_calls", 3) is not None
+        q = self.sem.call_name(call) or ""
+        return q.endswith("parallel_interleave") or get_arg(call, "num_parallel_reads") is not None
 
     def _reader(self, expr: cst.BaseExpression) -> Optional[str]:
         """The reader's short name when `expr` opens a record reader on its argument."""

@@ -62,7 +62,9 @@ class MissingCache(Check):
             n = constant_int(self.sem, epochs.value) if epochs is not None else None
             if n is None or n <= 1:
                 return
-            for kw, pos in (("x", 0), ("validation_data", 7)):
+            for kw, pos, steps in (("x", 0, "steps_per_epoch"), ("validation_data", 7, "validation_steps")):
+                if get_arg(node, steps) is not None:
+                    continue  # an epoch is that many steps: how many passes over the data is not in the code
                 arg = get_arg(node, kw, pos)
                 if arg is not None and not arg.star:
                     p = self.datasets.pipeline(arg.value)
@@ -93,9 +95,21 @@ class MissingCache(Check):
             p = self.datasets.pipeline(value)
             if p is None or p.source.call is None:
                 continue
-            if self.index.contains(outer[0], p.source.call):
+            if self.index.contains(outer[0], p.source.call) or self._built_in(value, outer[0]):
                 continue  # built anew in every outer iteration: a new pipeline each time, nothing to keep
             self._judge(p, "the loop over it runs inside an outer loop, once per epoch")
+
+    def _built_in(self, expr: cst.BaseExpression, loop) -> bool:
+        """The iterated dataset is made inside `loop`: its chain calls a function there (`preprocess_dataset([f])
+        .batch(1)`), or its root name is bound there (`sample_ds = preprocess_dataset([f])` in the loop body)."""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        if isinstance(expr, cst.Call):
+            return True
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            return b is None or self.index.contains(loop, b.node)
+        return False
 
     def _epochs(self, loop) -> Optional[int]:
         if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and self.sem.call_name(loop.iter) == "builtins.range":
