@@ -18,7 +18,6 @@ from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
 from ..common import add_keyword_arg, autotune, nodes_under
-from ..function._graph import walk
 
 READERS = frozenset({"tensorflow.data.TFRecordDataset", "tensorflow.data.TextLineDataset",
                      "tensorflow.data.FixedLengthRecordDataset", "tensorflow.data.experimental.CsvDataset"})
@@ -100,7 +99,7 @@ class FlatMapOverFiles(Check):
             if q not in READERS:
                 return None
             first = get_arg(src, "filenames", 0)
-            if first is None or not ({n.value for n in walk(first.value, cst.Name)} & params):
+            if first is None or not ({n.value for n in nodes_under(first.value, cst.Name)} & params):
                 return None  # not a file chosen by the element
             found = q.rsplit(".", 1)[-1]
         return found

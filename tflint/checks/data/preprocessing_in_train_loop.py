@@ -17,7 +17,6 @@ import libcst as cst
 
 from ..base import Check
 from ..common import APPLY_METHODS, applies_gradients, calls_in_function, is_small_loop, nodes_under
-from ..function._graph import walk
 
 TRANSFORM_PREFIXES = ("tensorflow.image.", "tensorflow.strings.", "numpy.", "tensorflow.compat.v1.image.")
 # NumPy calls that only look (no per-element work a map would take over)
@@ -84,7 +83,7 @@ class PreprocessingInTrainLoop(Check):
             it, target = it.args[0].value, target.elements[1].value
         if not self.datasets.is_dataset(it):
             return set()
-        return {n.value for n in walk(target, cst.Name)}
+        return {n.value for n in nodes_under(target, cst.Name)}
 
     def _trains(self, call: cst.Call) -> bool:
         func = call.func
@@ -162,11 +161,11 @@ class PreprocessingInTrainLoop(Check):
         for assign in self._in_order(nodes_under(loop.body, cst.Assign)):
             if self.index.pre.get(id(assign), 0) > after and len(assign.targets) == 1 and \
                     isinstance(assign.targets[0].target, cst.Name) and \
-                    any(n.value in names for n in walk(assign.value, cst.Name)):
+                    any(n.value in names for n in nodes_under(assign.value, cst.Name)):
                 names.add(assign.targets[0].target.value)
         for step in steps:
             if self.index.pre.get(id(step), 0) > after and \
-                    any(n.value in names for a in step.args for n in walk(a.value, cst.Name)):
+                    any(n.value in names for a in step.args for n in nodes_under(a.value, cst.Name)):
                 return True
         if inline:
             stmt = self.index.statement_of(call)

@@ -20,7 +20,6 @@ import libcst as cst
 from ...semantics import literal_value
 from ..base import Check
 from ..common import applies_gradients, is_small_loop, nodes_under
-from ..function._graph import walk
 
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.complex", "builtins.str",
                          "builtins.repr", "builtins.format"})
@@ -205,7 +204,7 @@ class HostSyncInTrainLoop(Check):
         names: set[str] = set()
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
-            names |= {n.value for t in targets for n in walk(t, cst.Name)}
+            names |= {n.value for t in targets for n in nodes_under(t, cst.Name)}
         methods = [c for c in nodes_under(loop.body, cst.Call)
                    if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)]
         for call in methods:  # `history.append(loss.numpy())`: the container holds it
@@ -216,14 +215,14 @@ class HostSyncInTrainLoop(Check):
         assigns = [a for a in nodes_under(loop.body, cst.Assign)] + [a for a in nodes_under(loop.body, cst.AugAssign)]
         for _ in range(3):
             for call in methods:  # `rewards.append(reward)`
-                if any(n.value in names for a in call.args for n in walk(a.value, cst.Name)):
+                if any(n.value in names for a in call.args for n in nodes_under(a.value, cst.Name)):
                     names.add(call.func.value.value)
             for a in assigns:
                 value = a.value
                 targets = [t.target for t in a.targets] if isinstance(a, cst.Assign) else [a.target]
-                if any(n.value in names for n in walk(value, cst.Name)):
-                    names |= {n.value for t in targets for n in walk(t, cst.Name)}
-        return any(self._exits(i) and any(n.value in names for n in walk(i.test, cst.Name))
+                if any(n.value in names for n in nodes_under(value, cst.Name)):
+                    names |= {n.value for t in targets for n in nodes_under(t, cst.Name)}
+        return any(self._exits(i) and any(n.value in names for n in nodes_under(i.test, cst.Name))
                    for i in nodes_under(loop.body, cst.If))
 
     def _exits(self, branch: cst.If) -> bool:
