@@ -423,6 +423,9 @@ def test_reads_of_tensor_values_every_step_are_host_syncs_with_their_count():
         assert f"40 times in the loop at line {loop}, 1.0 per step (40 calls of `train_step`)" in f["message"]
         assert "on a CPU" in f["message"]
     [numpy_f] = [f for f in data["findings"] if f["location"]["row"] == helper]
+    [every_f] = [f for f in data["findings"] if f["location"]["row"] == every]
+    assert f"confirms TFL305 at {FIX}/host_sync.py:{every}" in every_f["message"]  # the static rule, same read
+    assert "confirms" not in numpy_f["message"]  # a read in a helper: TFL305 follows no helper
     src = (ROOT / FIX / "host_sync.py").read_text().splitlines()[helper - 1]
     assert "`.numpy()`" in numpy_f["message"] and numpy_f["location"]["column"] == src.index("numpy(") + 1
     syncs = {s["line"]: s for s in data["report"]["host_syncs"]}

@@ -566,3 +566,39 @@ def _exception_names(expr: cst.BaseExpression) -> set[str]:
     if isinstance(expr, cst.Attribute):
         return {expr.attr.value}
     return set()
+
+
+# -- training steps ---------------------------------------------------------------------------------------------
+APPLY_METHODS = frozenset({"apply_gradients", "minimize"})
+# updates that make a function with a GradientTape a training step (`w.assign_sub(lr * tape.gradient(loss, w))`)
+UPDATE_METHODS = frozenset({"assign_sub", "assign_add", "assign"})
+_TAPES = frozenset({"tensorflow.GradientTape", "tensorflow.compat.v1.GradientTape"})
+
+
+def applies_gradients(sem: Semantics, fn, depth: int = 2, _seen: Optional[set] = None) -> bool:
+    """`fn` (a def or lambda) is a training step: it calls `apply_gradients`/`minimize` in its body, in a same-file
+    helper (`depth` calls deep) or in the function it gives `strategy.run`; or it opens a `tf.GradientTape`, takes
+    `.gradient(...)` and assigns a variable (a hand-written SGD update)."""
+    seen = _seen if _seen is not None else set()
+    if fn is None or id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    calls = sem.functions.calls_in(fn)
+    methods = {c.func.attr.value for c in calls if isinstance(c.func, cst.Attribute)}
+    if methods & APPLY_METHODS:
+        return True
+    if "gradient" in methods and methods & UPDATE_METHODS and any(sem.call_name(c) in _TAPES for c in calls):
+        return True
+    if depth <= 0:
+        return False
+    for call in calls:
+        func = call.func
+        targets = [sem.functions.resolve_callable(func)]
+        if isinstance(func, cst.Attribute) and func.attr.value in ("run", "experimental_run_v2"):
+            first = get_arg(call, "fn", 0)
+            if first is not None:
+                targets.append(sem.functions.resolve_callable(first.value))
+        if any(t is not None and applies_gradients(sem, t, depth - 1, seen) for t in targets):
+            return True
+    return False
+

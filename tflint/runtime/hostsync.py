@@ -168,6 +168,7 @@ def sync_report(watch: Optional[SyncWatch], steps: int, step_name: Optional[str]
                "(sum it in the step, or a `keras.metrics.Mean`) and read it every N steps or once per epoch")
         findings.append({"code": "TFL810", "message": msg, "file": entry["file"], "line": entry["line"],
                          "extra": {"count": entry["count"], "per_step": report["per_step"],
+                                   "sites": [[entry["file"], entry["line"]]],
                                    "seconds": report["seconds"], "loop": [loop_file, loop_line],
                                    "hint": _HINT.get(next(iter(entry["kinds"]))) if len(entry["kinds"]) == 1 else None}})
     return out

@@ -34,6 +34,7 @@ DEFAULT_TIMEOUT = 3600.0
 # retrace's call, a pipeline stage)
 _STATIC_COUNTERPART = {
     "TFL801": ("TFL202", "TFL203"),
+    "TFL810": ("TFL305",),
     "TFL809": ("TFL101", "TFL102", "TFL104", "TFL105", "TFL107", "TFL108", "TFL109"),
 }
 
