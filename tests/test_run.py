@@ -63,6 +63,25 @@ def test_a_non_zero_exit_of_the_script_is_reported_and_exits_2():
     assert "The script exited with status 3" in proc.stderr
 
 
+def test_what_the_script_leaves_for_the_exit_is_finished_as_python_would(tmp_path):
+    """The child leaves with os._exit after the report (the interpreter's teardown of TensorFlow took 0.65-3 s):
+    non-daemon threads, atexit handlers, files still open at exit, the script's output and exit status
+    are as they are when Python runs the script itself."""
+    def outputs(folder):
+        return {p.name: p.read_text() for p in sorted(folder.iterdir())}
+
+    plain_dir, run_dir = tmp_path / "plain", tmp_path / "run"
+    plain_dir.mkdir(), run_dir.mkdir()
+    plain = subprocess.run([sys.executable, f"{FIX}/exit_effects.py", str(plain_dir)], cwd=ROOT, capture_output=True,
+                           text=True)
+    proc = run(f"{FIX}/exit_effects.py", str(run_dir))
+    expected = {"global.txt": "global\n", "kept.txt": "kept\n", "thread.txt": "thread\n"}
+    assert plain.returncode == 3 and outputs(plain_dir) == expected  # the fixture leaves what it says it does
+    assert outputs(run_dir) == expected
+    assert proc.stdout == plain.stdout == "done\natexit ran\n"
+    assert proc.returncode == 2 and "The script exited with status 3" in proc.stderr
+
+
 def test_json_goes_to_stdout_alone_and_the_scripts_stdout_to_stderr():
     proc, data = run_json(f"{FIX}/args.py", "a")
     assert proc.returncode == 0
@@ -375,6 +394,28 @@ def test_model_fit_on_a_slow_python_generator_is_input_bound_and_names_the_gener
 @pytest.mark.slow
 @pytest.mark.runtime
 @pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_model_fit_on_a_from_generator_pipeline_names_its_source_from_times_taken_during_the_run():
+    # the generator is timed as tf.data pulls it during the fit: no pulling of the pipeline's stages after the run
+    proc, data = run_json(f"{FIX}/fit_generator_source.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("fit_generator_source.py", "model.fit(")
+    source = line_of("fit_generator_source.py", "ds = tf.data.Dataset.from_generator(")
+    assert f"Its source `from_generator()` at {FIX}/fit_generator_source.py:{source}, timed during the run" in (
+        f["message"])
+    assert "the Python generator at its source took (timed in the run)" in f["message"]
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["pipeline_timed"] == "source in the run"
+    slowest = fit["slowest_stage"]
+    assert slowest["timed"] == "in the run" and slowest["line"] == source and slowest["elements"] >= 100
+    assert slowest["added_us"] >= 9_000  # 10 ms of sleep per element, timed in the generator
+    assert fit["pipeline_ms_per_batch"] == pytest.approx(8 * slowest["added_us"] / 1e3, rel=0.01)
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
 def test_model_fit_on_a_slow_py_dataset_is_input_bound_and_names_its_getitem():
     proc, data = run_json(f"{FIX}/fit_py_dataset.py")
     assert proc.returncode == 1, proc.stderr
@@ -651,6 +692,11 @@ def test_the_hot_functions_are_the_few_that_took_most_of_the_time():
     assert hot_functions([{"seconds_in_calls": 1.0}] * 11) == []  # each under 10%: none stands out
     assert hot_functions([{"seconds_in_calls": 0.2}]) == []  # all of the time, but too little to matter
     assert hot_functions([{"seconds_in_calls": 0.0}]) == []
+    # the time the graph ran, not the time tracing it: a short Keras fit's train function (2.3 s of its 2.4 s in
+    # the first call's tracing) is not worth a Grappler run; a function that ran 1 s after 2 s of tracing is
+    assert hot_functions([{"seconds_in_calls": 2.36, "tracing_s": 2.32}]) == []
+    assert hot_functions([{"seconds_in_calls": 3.0, "tracing_s": 2.0}, {"seconds_in_calls": 2.5, "tracing_s": 0.0}]
+                         ) == [(1, 2.5 / 3.5), (0, 1.0 / 3.5)]
 
 
 @pytest.mark.slow

@@ -135,7 +135,8 @@ def run_in_child(
     with tempfile.TemporaryDirectory(prefix="tflint-child-") as tmp:
         req = Path(tmp) / "request.json"
         resp = Path(tmp) / "response.json"
-        req.write_text(json.dumps({"entry": entry, "payload": payload}), encoding="utf-8")
+        # a passthrough child (the user's script) leaves without the interpreter's teardown (worker.fast_exit)
+        req.write_text(json.dumps({"entry": entry, "payload": payload, "fast_exit": passthrough}), encoding="utf-8")
         cmd = [python or sys.executable, "-m", "tflint.runtime.worker", str(req), str(resp)]
         out_path = Path(tmp) / "stderr.txt"
         with open(out_path, "w+b") as errf, open(os.devnull, "wb") as nullf:

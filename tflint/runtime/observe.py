@@ -121,6 +121,7 @@ class Observer:
         from . import data
 
         data.record_sites()
+        data.time_generators()
         self.iterators = IteratorWatch(self)
         self.iterators.install()
         from .hostsync import SyncWatch

@@ -338,6 +338,8 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             verdict = "  <- input-bound" if fit.get("input_bound") else ""
             source = {"generator": "generator alone", "py_dataset": "PyDataset"}.get((gen or {}).get("kind"),
                                                                                   "pipeline alone")
+            if fit.get("pipeline_timed") == "source in the run":
+                source = "its Python generator source (timed in the run)"
             alone = (f", {source} {fit['pipeline_ms_per_batch']:.2f} ms per batch"
                      if fit.get("pipeline_ms_per_batch") is not None else "")
             lines.append(f"  {fit.get('method', 'fit')} at {where}{made}: {fit['steady_steps']} step(s), "
