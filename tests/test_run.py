@@ -82,6 +82,52 @@ def test_what_the_script_leaves_for_the_exit_is_finished_as_python_would(tmp_pat
     assert proc.returncode == 2 and "The script exited with status 3" in proc.stderr
 
 
+def run_on_a_terminal(*argv: str) -> str:
+    """`tflint run ARGV` with stdout and stderr on a pseudo-terminal, the progress line shown at once: all that the
+    terminal received, its line ends as written by the script ("\\r\\n" turned back into "\\n")."""
+    pty = pytest.importorskip("pty")
+    env = {**os.environ, "TFLINT_PROGRESS_DELAY": "0", "NO_COLOR": "1"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tflint", "run", *argv], cwd=ROOT, env=env, stdout=slave,
+                            stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        got += data
+    os.close(master)
+    proc.wait(timeout=120)
+    return got.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_a_terminal_shows_a_progress_line_that_gives_way_to_the_scripts_output_and_the_report():
+    text = run_on_a_terminal(f"{FIX}/ticker.py")
+    assert "\rtflint run: 0 s, 0 tf.function calls; Ctrl-C stops the script and reports" in text
+    lines = text.split("\n")
+    # every line the script wrote, and the report, starts at the terminal's first column: the progress line was
+    # erased (spaces over it, back to the first column) before each of them
+    for i in range(5):
+        for word in ("out", "err"):
+            [line] = [ln for ln in lines if f"{word} {i}" in ln]
+            assert line.endswith(f"{word} {i}") and line[: -len(f"{word} {i}")].rsplit("\r", 1)[-1] == "", line
+    [header] = [ln for ln in lines if "──── tflint run" in ln]
+    assert header.split("──── tflint run")[0].rsplit("\r", 1)[-1] == ""
+    assert "tflint run: " not in text.split("──── tflint run")[1]  # nothing drawn after the script ended
+
+
+def test_no_progress_line_in_machine_output_nor_off_a_terminal():
+    assert "\rtflint run:" not in run_on_a_terminal("--json", f"{FIX}/ticker.py")
+    assert "\rtflint run:" not in run_on_a_terminal("--output-format", "github", f"{FIX}/ticker.py")
+    proc = run(f"{FIX}/ticker.py", env={"TFLINT_PROGRESS_DELAY": "0"})
+    assert proc.returncode == 0 and "tflint run: " not in proc.stderr and "err 4" in proc.stderr
+    assert proc.stdout == "".join(f"out {i}\n" for i in range(5))
+
+
 def test_json_goes_to_stdout_alone_and_the_scripts_stdout_to_stderr():
     proc, data = run_json(f"{FIX}/args.py", "a")
     assert proc.returncode == 0

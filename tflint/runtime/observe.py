@@ -17,6 +17,7 @@ turns into `Finding`s.
 from __future__ import annotations
 
 import importlib.abc
+import io
 import json
 import os
 import runpy
@@ -353,6 +354,134 @@ class IteratorWatch:
         self._restore = []
 
 
+class RunProgress:
+    """`tflint run`'s progress line on a terminal, drawn by the child (where the counts are) on stderr while the
+    script runs: elapsed time, tf.function calls, and the `--steps`/`--seconds` goal. Only when stderr is a
+    terminal and the parent asked for it (a human report format); erased before the report.
+
+    The script writes to the same terminal, so the line is drawn only once the script has been quiet for a second
+    with its last line ended (a Keras progress bar redraws its own line: the two never fight), and erased before
+    the script writes again: the terminal's `sys.stdout`/`sys.stderr` are, while the script runs, text streams of
+    the same class over the same buffers whose `write` erases the line first. Output written below Python (C++
+    logs) can still land beside it."""
+
+    def __init__(self, observer: "Observer", steps: Optional[int], seconds: Optional[float]) -> None:
+        import threading
+
+        self.observer, self.steps, self.seconds = observer, steps, seconds
+        env = os.environ.get("TFLINT_PROGRESS_DELAY")  # tests set 0 to see the line at once
+        self.delay = float(env) if env else 1.0  # and the quiet time the script must have kept
+        self._start = time.monotonic()
+        self._last_write = self._start
+        self._at_line_start = True
+        self._shown = 0  # the width of the line on the terminal, 0 when none is shown
+        self._drawn = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tflint-run-progress", daemon=True)
+        self._swapped: list[tuple[str, Any, Any]] = []
+
+    def start(self) -> "RunProgress":
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            try:
+                if not stream.isatty() or type(stream) is not io.TextIOWrapper:
+                    continue
+                stream.flush()
+                mine = _Erasing(stream.buffer, encoding=stream.encoding, errors=stream.errors,
+                                line_buffering=stream.line_buffering, write_through=stream.write_through)
+            except (AttributeError, ValueError, OSError):
+                continue
+            mine.progress = self
+            setattr(sys, name, mine)
+            self._swapped.append((name, stream, mine))
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        with self._lock:
+            self._erase()
+        for name, original, mine in self._swapped:
+            try:
+                mine.flush()
+            except (ValueError, OSError):
+                pass
+            mine.progress = None
+            if getattr(sys, name) is mine:
+                setattr(sys, name, original)
+
+    def before_write(self, text: str) -> None:
+        with self._lock:
+            self._erase()
+            self._last_write = time.monotonic()
+            if text:
+                self._at_line_start = text.endswith("\n")
+
+    def _erase(self) -> None:
+        if self._shown:
+            _write_stderr("\r" + " " * self._shown + "\r")
+            self._shown = 0
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        while not self._stop.wait(0.25 if self.delay else 0.02):
+            with self._lock:
+                if self._at_line_start and time.monotonic() - self._last_write >= self.delay:
+                    self._draw()
+
+    def text(self) -> str:
+        elapsed = time.monotonic() - self._start
+        calls = self.observer.function_calls
+        text = f"tflint run: {elapsed:.0f} s"
+        if self.seconds:
+            text += f" of --seconds {self.seconds:g}"
+        text += f", {calls:,} tf.function call{'s' if calls != 1 else ''}"
+        if self.steps:
+            text += f" (--steps {self.steps})"
+        return text + "; Ctrl-C stops the script and reports"
+
+    def _draw(self) -> None:
+        text = self.text()
+        try:
+            columns = os.get_terminal_size(2).columns
+        except OSError:
+            columns = 0
+        text = text[:(columns if columns > 20 else 80) - 1]
+        if self._shown and text == self._drawn:
+            return
+        _write_stderr("\r" + text + " " * max(0, self._shown - len(text)))
+        self._shown = max(len(text), self._shown)
+        self._drawn = text
+
+
+def _write_stderr(text: str) -> None:
+    try:
+        os.write(2, text.encode("utf-8", "replace"))
+    except OSError:  # pragma: no cover - the terminal went away
+        pass
+
+
+class _Erasing(io.TextIOWrapper):
+    """A terminal's text stream whose writes erase `tflint run`'s progress line first (RunProgress)."""
+
+    progress: Optional[RunProgress] = None
+
+    def write(self, text):  # type: ignore[override]
+        progress = self.progress
+        if progress is not None:
+            progress.before_write(text)
+        return super().write(text)
+
+    def __del__(self) -> None:  # flushed, never closed: the buffer under it is the original stream's
+        try:
+            self.flush()
+        except (ValueError, OSError):
+            pass
+
+
 def _plain_name(fn) -> str:
     py = getattr(fn, "python_function", fn)
     return getattr(py, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
@@ -435,12 +564,15 @@ def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
     sys.path[0] = os.path.dirname(script)
     outcome: dict[str, Any] = {"status": "finished", "exit_code": 0}
     t0 = time.perf_counter()
+    progress = RunProgress(obs, steps, seconds).start() if payload.get("progress") and os.isatty(2) else None
     disarm = _arm_timer(seconds)
     try:
         try:
             runpy.run_path(script, run_name="__main__")
         finally:
             disarm()
+            if progress is not None:  # erased before anything else is written: a traceback, the report
+                progress.stop()
     except StopRun as stop:
         outcome = {"status": "stopped", "reason": stop.reason, "exit_code": None}
     except SystemExit as exc:

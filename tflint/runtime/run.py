@@ -67,8 +67,11 @@ def run_script(args) -> int:
     # through a control file in a temporary folder (never the user's project), read after the script has run.
     control_dir = tempfile.mkdtemp(prefix="tflint-run-")
     control = os.path.join(control_dir, "control.json")
+    # a progress line while the script runs: a human report on a terminal only (drawn by the child, which has the
+    # counts; observe.RunProgress)
+    progress = fmt in ("full", "concise") and _isatty(sys.stderr)
     payload = {"script": script, "args": list(args.args), "steps": args.steps, "seconds": args.seconds,
-               "pythonpath": os.environ.get("PYTHONPATH"), "control": control, "gate": gate}
+               "pythonpath": os.environ.get("PYTHONPATH"), "control": control, "gate": gate, "progress": progress}
     loaded: dict[str, Any] = {}
 
     def load_project() -> None:
@@ -148,6 +151,13 @@ def child_options(project) -> dict[str, Any]:
     from .inspect import child_options as options_of
 
     return options_of(project, _OPTION_KEYS)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _format(args) -> str:
