@@ -663,11 +663,36 @@ def test_help_shows_the_usage():
     assert "tflint run [options] SCRIPT [ARGS...]" in proc.stdout and "--steps" in proc.stdout
 
 
-def test_a_notebook_is_refused_with_the_way_to_run_it(tmp_path):
+def test_a_notebook_that_cannot_run_says_why(tmp_path):
     nb = tmp_path / "train.ipynb"
     nb.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
     proc = run(str(nb))
-    assert proc.returncode == 2 and "nbconvert --to script" in proc.stderr
+    assert proc.returncode == 2 and "no Python code cells to run" in proc.stderr
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "x = (", "metadata": {}, "outputs": []}],
+                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    proc = run(str(nb))
+    assert proc.returncode == 2 and "cell 1 is not Python" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_notebook_runs_its_code_cells_in_order_and_is_reported_at_cell_and_row():
+    nb = f"{FIX}/notebook.ipynb"
+    proc, data = run_json(nb)
+    assert proc.returncode == 1, proc.stderr
+    assert "total=120.0" in proc.stderr  # the last cell ran after the others (its `%time` statement too)
+    got = sorted((f["code"], f["filename"], f["cell"], f["location"]["row"]) for f in data["findings"])
+    assert got == [("TFL801", nb, 3, 2), ("TFL810", nb, 4, 5)]  # `def step(`, `.numpy()` in the loop
+    [retrace] = [f for f in data["findings"] if f["code"] == "TFL801"]
+    assert f"called at {nb}:cell 4:5" in retrace["message"] and "tflint-run-notebook" not in json.dumps(data)
+    assert data["report"]["notebook"]["skipped"] == [
+        {"cell": 2, "line": 1, "text": "%matplotlib inline"}, {"cell": 4, "line": 1, "text": "!echo this runs in Jupyter only"}]
+    [fn] = data["report"]["functions"]
+    assert (fn["file"], fn["cell"], fn["line"]) == (nb, 3, 2)
+    text = run(nb).stderr
+    assert f"{nb}:cell 3:2:1: TFL801" in text and f"{nb}:cell 4:5:30: TFL810" in text
+    assert "Skipped 2 line(s) that Jupyter runs but Python cannot" in text and "cell 2:1 `%matplotlib inline`" in text
 
 
 # --- the verdict of a fit, from its measurements (no TensorFlow) ---------------------------------------------------

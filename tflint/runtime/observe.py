@@ -535,7 +535,7 @@ def _crash_site(exc: BaseException) -> Optional[tuple[str, int]]:
 
 def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
     script = os.path.abspath(payload["script"])
-    argv = [payload["script"], *payload.get("args", [])]
+    argv = [payload.get("argv0") or payload["script"], *payload.get("args", [])]  # a notebook: its own path
     steps = payload.get("steps")
     seconds = payload.get("seconds")
     # the script sees its own environment: PYTHONPATH as the user had it (tflint is already imported)
@@ -561,7 +561,7 @@ def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
     else:
         sys.meta_path.insert(0, keras_hook)
     sys.argv = argv
-    sys.path[0] = os.path.dirname(script)
+    sys.path[0] = payload.get("path0") or os.path.dirname(script)
     outcome: dict[str, Any] = {"status": "finished", "exit_code": 0}
     t0 = time.perf_counter()
     progress = RunProgress(obs, steps, seconds).start() if payload.get("progress") and os.isatty(2) else None

@@ -42,14 +42,27 @@ def run_script(args) -> int:
     script: str = args.script
     if not Path(script).is_file():
         return _error(f"{script}: no such file")
-    if script.endswith(".ipynb"):
-        return _error(f"{script}: a notebook; export it as a script first "
-                      "(`jupyter nbconvert --to script NOTEBOOK.ipynb`) and run that")
     fmt = _format(args)
     if args.steps is not None and args.steps < 1:
         return _error("--steps must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
         return _error("--seconds must be positive")
+    notebook = None
+    if script.endswith(".ipynb"):  # its code cells, in order, as one script (notebookrun.py)
+        from .notebookrun import NotebookRunError, prepare
+
+        try:
+            notebook = prepare(script)
+        except NotebookRunError as exc:
+            return _error(str(exc))
+    try:
+        return _run(args, script, fmt, notebook)
+    finally:
+        if notebook is not None:
+            shutil.rmtree(notebook.folder, ignore_errors=True)
+
+
+def _run(args, script: str, fmt: str, notebook) -> int:
     from ..config import ConfigError, find_pyproject
     from ..project import Project, ProjectError
 
@@ -72,6 +85,8 @@ def run_script(args) -> int:
     progress = fmt in ("full", "concise") and _isatty(sys.stderr)
     payload = {"script": script, "args": list(args.args), "steps": args.steps, "seconds": args.seconds,
                "pythonpath": os.environ.get("PYTHONPATH"), "control": control, "gate": gate, "progress": progress}
+    if notebook is not None:  # the runnable text in a temporary folder; sys.argv[0] and sys.path[0] the notebook's
+        payload.update(script=notebook.script, argv0=script, path0=str(Path(script).resolve().parent))
     loaded: dict[str, Any] = {}
 
     def load_project() -> None:
@@ -110,7 +125,14 @@ def run_script(args) -> int:
     report["wall_s"] = round(result.wall, 3)
     raw = report.get("findings", [])
     confirm_static(raw, project)
-    findings, suppressed = to_findings(raw, default_file=script, registry=project.registry)
+    findings, suppressed = to_findings(raw, default_file=notebook.script if notebook else script,
+                                       registry=project.registry)
+    if notebook is not None:  # at the notebook's cell:row, as `check` reports a notebook
+        findings = [notebook.map_finding(f) for f in findings]
+        suppressed = [notebook.map_finding(f) for f in suppressed]
+        text_view = report  # the text report is written from the runnable file's lines, then renamed
+        report = notebook.map_report(report)
+        report["notebook"] = {"path": script, "code_cells": len(notebook.nb.code_cells), "skipped": notebook.skipped}
     findings = [f for f in findings if f.code in project.runtime_codes(f.filename)]
     # the script did not complete normally, or tflint could not observe it (a TensorFlow whose internals moved)
     failed = report.get("outcome", {}).get("status") in ("crashed", "exited") or bool(report.get("observer_errors"))
@@ -120,6 +142,14 @@ def run_script(args) -> int:
         from ..render import renderer
 
         sys.stdout.write(renderer(fmt)(findings, color=False, registry=project.registry))
+    elif notebook is not None:
+        text = text_report(script, text_view, findings, suppressed, concise=fmt == "concise",
+                           registry=project.registry)
+        if notebook.note():
+            lines = text.split("\n")
+            lines.insert(3, notebook.note())  # after the separator and the blank line under it
+            text = "\n".join(lines)
+        sys.stderr.write(notebook.rename(text))
     else:
         sys.stderr.write(text_report(script, report, findings, suppressed, concise=fmt == "concise",
                                      registry=project.registry))
