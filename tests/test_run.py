@@ -459,6 +459,40 @@ def test_model_fit_on_a_from_generator_pipeline_names_its_source_from_times_take
     assert fit["pipeline_ms_per_batch"] == pytest.approx(8 * slowest["added_us"] / 1e3, rel=0.01)
 
 
+def test_keras_2_step_functions_are_named_as_keras_3s():
+    from tflint.runtime.observe import _keras_step_name
+
+    def make(module: str, qualname: str):
+        def fn():
+            pass
+        fn.__module__, fn.__qualname__ = module, qualname
+        return fn
+
+    site = (str(ROOT / FIX / "tf_keras_fit.py"), line_of("tf_keras_fit.py", "model.fit("))
+    k2 = make("tf_keras.src.engine.training", "Model.make_train_function.<locals>.train_function")
+    k3 = make("keras.src.backend.tensorflow.trainer", "TensorFlowTrainer.make_train_function.<locals>.one_step_on_data")
+    assert _keras_step_name(k2, site) == _keras_step_name(k3, site) == "Keras train function (fit step)"
+    assert _keras_step_name(make("mylib", "Model.make_train_function.<locals>.f"), site) is None
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+@pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None,
+                    reason="tf_keras (Keras 2 as a package) is not installed: `pip install tf-keras` to run this test")
+def test_a_tf_keras_fit_is_observed_as_a_keras_3_fit():
+    proc, data = run_json(f"{FIX}/tf_keras_fit.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [fn] = data["report"]["functions"]
+    assert fn["keras"] and fn["name"] == "Keras train function (fit step)" and fn["calls"] == 20
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("tf_keras_fit.py", "model.fit(")
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["steps"] == 20 and fit["memory_step_ms"] is not None
+    assert fit["slowest_stage"]["line"] == line_of("tf_keras_fit.py", "ds = tf.data.Dataset.from_generator(")
+
+
 @pytest.mark.slow
 @pytest.mark.runtime
 @pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")

@@ -66,8 +66,9 @@ class FitRecord:
     """One `model.fit(dataset, ...)` or `model.fit(generator, ...)` call from the user's code (or `evaluate`,
     `predict`: `method`)."""
 
-    def __init__(self, model, dataset, site: tuple[str, int], method: str = "fit") -> None:
+    def __init__(self, model, dataset, site: tuple[str, int], method: str = "fit", flavor: str = "keras") -> None:
         self.method = method
+        self.flavor = flavor  # "keras" (Keras 3) or "tf_keras" (Keras 2 as the tf_keras package)
         self.model = model
         self.dataset = dataset  # a tf.data dataset, or None when fit was given a Python generator
         self.site = site
@@ -86,13 +87,19 @@ class FitRecord:
         self.measured: dict[str, Any] = {}
 
 
-def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
-    """Patch Keras 3's `fit`, `evaluate` and `predict` (TensorFlow backend) to time the steps of every call fed a
-    tf.data dataset, a Python generator or a PyDataset from the user's code. Returns the function that removes the
-    patches."""
-    import keras
-    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+def install(observer_fits: list[FitRecord], flavor: str = "keras") -> Callable[[], None]:
+    """Patch Keras 3's `fit`, `evaluate` and `predict` (TensorFlow backend), or with `flavor="tf_keras"` those of
+    Keras 2 as the `tf_keras` package (its `Model`, whose train/test/predict functions also take an iterator), to
+    time the steps of every call fed a tf.data dataset, a Python generator or (Keras 3) a PyDataset from the user's
+    code. Returns the function that removes the patches."""
     from tensorflow.python.data.ops import dataset_ops
+
+    if flavor == "tf_keras":
+        import tf_keras as keras
+        from tf_keras.src.engine.training import Model as TensorFlowTrainer
+    else:
+        import keras
+        from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
 
     originals = {m: getattr(TensorFlowTrainer, m) for m in METHODS}
 
@@ -129,13 +136,18 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
                 if len(rec.steady) < _SAMPLE:
                     rec.steady.append(dt)
 
-    # a PyDataset given to fit: the batches its adapter hands tf.data, timed (id of the PyDataset -> its record,
-    # while that fit runs)
-    from keras.src.trainers.data_adapters import py_dataset_adapter
-
-    adapter_cls = py_dataset_adapter.PyDatasetAdapter
-    original_iterator = adapter_cls._get_iterator
+    # a PyDataset given to fit (Keras 3): the batches its adapter hands tf.data, timed (id of the PyDataset -> its
+    # record, while that fit runs)
     py_datasets: dict[int, FitRecord] = {}
+    if flavor == "tf_keras":
+        py_dataset_cls: Any = ()  # a `keras.utils.Sequence` is not timed
+        adapter_cls = original_iterator = None
+    else:
+        from keras.src.trainers.data_adapters import py_dataset_adapter
+
+        py_dataset_cls = py_dataset_adapter.PyDataset
+        adapter_cls = py_dataset_adapter.PyDatasetAdapter
+        original_iterator = adapter_cls._get_iterator
 
     def _get_iterator(adapter):
         it = original_iterator(adapter)
@@ -149,13 +161,13 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
         caller = sys._getframe(2)
         given = args[at] if len(args) > at else kwargs.get("callbacks")
         is_generator = isinstance(x, types.GeneratorType)  # what Keras 3 takes for a Python generator
-        is_py_dataset = isinstance(x, py_dataset_adapter.PyDataset)
+        is_py_dataset = bool(py_dataset_cls) and isinstance(x, py_dataset_cls)
         if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator or is_py_dataset)
                 or not is_user_file(caller.f_code.co_filename)
                 or not (given is None or isinstance(given, (list, tuple)))):  # a CallbackList of the user's: left alone
             return original(model, *args, **kwargs)
         site = (os.path.abspath(caller.f_code.co_filename), caller.f_lineno)
-        record = FitRecord(model, x if isinstance(x, dataset_ops.DatasetV2) else None, site, method)
+        record = FitRecord(model, x if isinstance(x, dataset_ops.DatasetV2) else None, site, method, flavor)
         if is_generator:
             record.generator = _generator_info(x)
             timed = _timed_generator(x, record)
@@ -191,12 +203,14 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
     for name, patched in (("fit", fit), ("evaluate", evaluate), ("predict", predict)):
         patched.__wrapped__ = originals[name]  # type: ignore[attr-defined]
         setattr(TensorFlowTrainer, name, patched)
-    adapter_cls._get_iterator = _get_iterator
+    if adapter_cls is not None:
+        adapter_cls._get_iterator = _get_iterator
 
     def uninstall() -> None:
         for name, original in originals.items():
             setattr(TensorFlowTrainer, name, original)
-        adapter_cls._get_iterator = original_iterator
+        if adapter_cls is not None:
+            adapter_cls._get_iterator = original_iterator
 
     return uninstall
 
@@ -269,6 +283,8 @@ def _variables(model) -> list[Any]:
     for m in getattr(model, "metrics", []) or []:
         groups.append(getattr(m, "variables", []))
     for group in groups:
+        if callable(group):  # a method in some Keras 2 optimizers
+            group = group()
         for v in group:
             if id(v) not in seen:
                 seen.add(id(v))
@@ -315,7 +331,7 @@ def _generator_spec(batches: list[Any]):
             batches[0])
 
 
-def _memory_step(model, spec, batches: list[Any], method: str = "fit") -> Optional[float]:
+def _memory_step(model, spec, batches: list[Any], method: str = "fit", flavor: str = "keras") -> Optional[float]:
     """Median seconds of the model's train function (test, predict function for `evaluate`, `predict`) on batches
     already in memory (no input wait). `spec`: the element spec of the dataset the function was traced for."""
     import tensorflow as tf
@@ -327,7 +343,8 @@ def _memory_step(model, spec, batches: list[Any], method: str = "fit") -> Option
     strategy = model.distribute_strategy
     dist = mem if isinstance(mem, tf.distribute.DistributedDataset) else strategy.experimental_distribute_dataset(mem)
     it = iter(dist)
-    if method == "predict":  # Keras's predict loop pulls the batches in Python and hands the function a list of them
+    if method == "predict" and flavor == "keras":  # Keras 3's predict loop pulls the batches in Python and hands
+        # the function a list of them (Keras 2's predict function takes the iterator, as its train function does)
         per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
 
         def step():
@@ -372,14 +389,14 @@ def measure_fits(records: list[FitRecord], opts: dict[str, Any]) -> None:
                     times = rec.generator_times[WARMUP_STEPS:]
                     per_batch = statistics.median(times) if len(times) >= 3 else None
                     batches = rec.generator_batches
-                    memory = (_memory_step(rec.model, _generator_spec(batches), batches, rec.method) if batches
-                              else None)
+                    memory = (_memory_step(rec.model, _generator_spec(batches), batches, rec.method, rec.flavor)
+                              if batches else None)
                 else:
                     source = _source_in_run(rec.dataset)  # a Python generator source, timed in the run
                     per_batch, batches = _probe_pipeline(rec.dataset, batches_only=source is not None)
                     if source is not None:  # the generator's own time in the run, not a few batches after it
                         per_batch = source["per_batch_s"]
-                    memory = _memory_step(rec.model, rec.dataset.element_spec, batches, rec.method)
+                    memory = _memory_step(rec.model, rec.dataset.element_spec, batches, rec.method, rec.flavor)
                 out = {"pipeline_s": per_batch, "memory_step_s": memory, "source_in_run": source is not None}
                 verdict = _verdict(rec, out, opts)
                 out.update(verdict)

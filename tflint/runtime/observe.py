@@ -106,7 +106,7 @@ class Observer:
         self.import_s: Optional[float] = None
         self.fits: list[Any] = []  # fit.FitRecord per `model.fit(dataset)` from the user's code
         self.syncs = None  # hostsync.SyncWatch: tensor values read back to Python by the user's lines
-        self._uninstall_fit = None
+        self._uninstalls: list[Any] = []  # the Keras patches (fit.install), Keras 3's and tf_keras's
         self._t_import = time.perf_counter()
 
     def start_tensorflow(self) -> None:
@@ -138,7 +138,13 @@ class Observer:
             return
         from . import fit
 
-        self._uninstall_fit = fit.install(self.fits)
+        self._uninstalls.append(fit.install(self.fits))
+
+    def start_tf_keras(self) -> None:
+        """Called when the script's `tf_keras` (Keras 2) has finished importing: its `fit` as Keras 3's."""
+        from . import fit
+
+        self._uninstalls.append(fit.install(self.fits, flavor="tf_keras"))
 
     def _on_call(self, fn, call, n: int, seconds: float) -> None:
         self.function_calls += 1
@@ -163,9 +169,8 @@ class Observer:
             self.iterators.uninstall()
         if self.syncs is not None:
             self.syncs.uninstall()
-        if self._uninstall_fit is not None:
-            self._uninstall_fit()
-            self._uninstall_fit = None
+        while self._uninstalls:
+            self._uninstalls.pop()()
 
 
 class _Loop:
@@ -560,6 +565,8 @@ def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
         obs.start_keras()
     else:
         sys.meta_path.insert(0, keras_hook)
+    tf_keras_hook = _AfterImport("tf_keras", obs.start_tf_keras)
+    sys.meta_path.insert(0, tf_keras_hook)
     sys.argv = argv
     sys.path[0] = payload.get("path0") or os.path.dirname(script)
     outcome: dict[str, Any] = {"status": "finished", "exit_code": 0}
@@ -599,7 +606,7 @@ def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
                    "file": site[0] if site else None, "line": site[1] if site else None}
     script_s = time.perf_counter() - t0
     obs.stop()
-    for h in (hook, keras_hook):
+    for h in (hook, keras_hook, tf_keras_hook):
         if h in sys.meta_path:
             sys.meta_path.remove(h)
     try:
@@ -663,7 +670,10 @@ def _first_line(exc: BaseException) -> str:
 # The report
 # ---------------------------------------------------------------------------------------------------------------
 
-_KERAS_MARKERS = ("Trainer.", "trainer.")
+# Keras 3's step functions (`TensorFlowTrainer.make_train_function.<locals>...`), Keras 2's as tf_keras
+# (`Model.make_train_function.<locals>.train_function`)
+_KERAS_MARKERS = ("Trainer.", "trainer.", "Model.make_train_function", "Model.make_test_function",
+                  "Model.make_predict_function")
 # TFL801 in a run needs this many retraces of one function: a single one (the smaller last batch of an epoch, a
 # `training=False` evaluation call) costs one trace for the whole run
 RUN_MIN_RETRACES = 2
