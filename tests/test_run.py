@@ -290,6 +290,12 @@ def test_keras_fit_is_seen_as_its_train_function():
     assert fn["calls"] == 16
     assert fn["line"] == line_of("keras_fit.py", "model.fit(")
     assert data["findings"] == []  # Keras traces its step once (or twice in the first call): not a retrace
+    # fit on NumPy arrays: Keras makes the dataset itself; the report says so and gives no input-wait verdict
+    [fit] = data["report"]["fits"]
+    assert fit["input"] == "arrays" and fit["steps"] == 16 and not fit["input_bound"]
+    assert fit["memory_step_ms"] is None and "there is no input pipeline of yours to wait for" in fit["note"]
+    # the train function ran 16 steps after 2 s of tracing: not worth a Grappler run after the run
+    assert data["report"]["graphs"] == [] and data["report"]["timings"]["graphs_s"] == 0
 
 
 @pytest.mark.slow
@@ -865,7 +871,12 @@ def test_evaluate_and_predict_on_a_slow_python_map_are_input_bound_at_their_line
         assert f"`model.{method}` waited for its input" in f["message"]
         assert f"the same {'test' if method == 'evaluate' else 'predict'} step on batches already in memory" in f["message"]
     fits = {f["method"]: f for f in data["report"]["fits"]}
-    assert set(fits) == {"evaluate", "predict"}  # fit(features, labels): arrays, not watched
+    assert set(fits) == {"fit", "evaluate", "predict"}
+    # fit(features, labels): arrays, whose dataset Keras makes itself: said so, timed, and not judged
+    arrays = fits.pop("fit")
+    assert arrays["input"] == "arrays" and not arrays["input_bound"] and arrays["memory_step_ms"] is None
+    assert arrays["note"].startswith("on arrays in memory: Keras builds the tf.data dataset itself")
+    assert arrays["step_ms"] is not None and arrays["steps"] > 0
     for method, fit in fits.items():
         assert fit["line"] == rows[method] and fit["input_bound"]
         assert fit["steps"] == 12 and fit["steady_steps"] == 10  # 96/8 batches, the first two apart

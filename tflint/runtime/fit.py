@@ -85,6 +85,7 @@ class FitRecord:
         self.steady_s = 0.0
         self.t_begin: Optional[float] = None
         self.measured: dict[str, Any] = {}
+        self.arrays = False  # given arrays (NumPy, tensors) that Keras slices and batches into a dataset itself
 
 
 def install(observer_fits: list[FitRecord], flavor: str = "keras") -> Callable[[], None]:
@@ -162,12 +163,14 @@ def install(observer_fits: list[FitRecord], flavor: str = "keras") -> Callable[[
         given = args[at] if len(args) > at else kwargs.get("callbacks")
         is_generator = isinstance(x, types.GeneratorType)  # what Keras 3 takes for a Python generator
         is_py_dataset = bool(py_dataset_cls) and isinstance(x, py_dataset_cls)
-        if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator or is_py_dataset)
+        is_arrays = not isinstance(x, dataset_ops.DatasetV2) and in_memory(x)  # Keras makes the dataset itself
+        if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator or is_py_dataset or is_arrays)
                 or not is_user_file(caller.f_code.co_filename)
                 or not (given is None or isinstance(given, (list, tuple)))):  # a CallbackList of the user's: left alone
             return original(model, *args, **kwargs)
         site = (os.path.abspath(caller.f_code.co_filename), caller.f_lineno)
         record = FitRecord(model, x if isinstance(x, dataset_ops.DatasetV2) else None, site, method, flavor)
+        record.arrays = is_arrays
         if is_generator:
             record.generator = _generator_info(x)
             timed = _timed_generator(x, record)
@@ -213,6 +216,15 @@ def install(observer_fits: list[FitRecord], flavor: str = "keras") -> Callable[[
             adapter_cls._get_iterator = original_iterator
 
     return uninstall
+
+
+def in_memory(x) -> bool:
+    """`x` is arrays already in memory (a NumPy array or a tensor, or a list, tuple or dict of them)."""
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(in_memory(v) for v in x)
+    if isinstance(x, dict):
+        return bool(x) and all(in_memory(v) for v in x.values())
+    return hasattr(x, "shape") and (type(x).__module__ or "").split(".")[0] in ("numpy", "tensorflow")
 
 
 def _generator_info(gen) -> dict[str, Any]:
@@ -377,6 +389,9 @@ def measure_fits(records: list[FitRecord], opts: dict[str, Any]) -> None:
 
     min_steps = int(opts.get("input_min_elements", 5))
     for rec in records:
+        if rec.arrays:  # nothing of the user's to wait for, and nothing measured: said, no verdict
+            rec.measured = {"step_s": statistics.median(rec.steady) if rec.steady else None, "note": ARRAYS_NOTE}
+            continue
         if rec.steady_n < min_steps:
             rec.measured = {"note": f"too few steps to judge ({rec.steady_n} after the warm-up of each epoch)"}
             continue
@@ -410,6 +425,10 @@ def measure_fits(records: list[FitRecord], opts: dict[str, Any]) -> None:
                    "note": f"could not measure after the run: {type(exc).__name__}: {first_line(exc)}"}
         out["measure_s"] = round(time.perf_counter() - t0, 3)
         rec.measured = out
+
+
+ARRAYS_NOTE = ("on arrays in memory: Keras builds the tf.data dataset itself (slices of the arrays, batched in "
+               "memory), so there is no input pipeline of yours to wait for; not judged for input wait (not measured)")
 
 
 def _source_in_run(ds) -> Optional[dict[str, Any]]:
@@ -528,6 +547,8 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         ds_site = data.site_of(rec.dataset) if rec.dataset is not None else None
         entry = {
             "method": rec.method,
+            "input": ("arrays" if rec.arrays else "dataset" if rec.dataset is not None else
+                      (rec.generator or {}).get("kind", "generator")),
             "generator": rec.generator,
             "file": rec.site[0], "line": rec.site[1],
             "dataset_file": ds_site[0] if ds_site else None, "dataset_line": ds_site[1] if ds_site else None,

@@ -1,5 +1,5 @@
 """The graphs that actually ran (`tflint run`): Grappler before and after, as `tflint inspect` shows them, for the
-tf.functions that took most of the time in calls, not for every function.
+tf.functions whose graphs ran most of the time (their calls less tracing), not for every function.
 
 Runs in the child after the script has ended (its output closed), on the concrete functions the call recorder
 kept: the last trace of each hot function (the graph its later calls ran). A function is hot when its graph ran

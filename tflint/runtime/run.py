@@ -372,7 +372,8 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
                 kind = "PyDataset" if gen.get("kind") == "py_dataset" else "generator"
                 made = f", {kind} `{gen['name']}`" + (f" (line {gen['line']})" if gen.get("line") else "")
             if fit.get("step_ms") is None or fit.get("memory_step_ms") is None:
-                lines.append(f"  {fit.get('method', 'fit')} at {where}{made}: {fit['steps']} step(s): "
+                step = f", step {fit['step_ms']:.2f} ms" if fit.get("step_ms") is not None else ""
+                lines.append(f"  {fit.get('method', 'fit')} at {where}{made}: {fit['steps']} step(s){step}: "
                              f"{fit.get('note') or 'not measured'}")
                 continue
             verdict = "  <- input-bound" if fit.get("input_bound") else ""
