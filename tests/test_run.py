@@ -465,6 +465,25 @@ def test_model_fit_on_a_from_generator_pipeline_names_its_source_from_times_take
     assert fit["pipeline_ms_per_batch"] == pytest.approx(8 * slowest["added_us"] / 1e3, rel=0.01)
 
 
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_dataset_iterated_inside_a_tf_function_is_said_to_be_not_timed():
+    proc, data = run_json(f"{FIX}/in_graph_iterator.py")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "total=496.0" in proc.stderr
+    got = {g["function"]: g for g in data["report"]["iterators_in_graph"]}
+    assert set(got) == {"step", "total"}
+    assert got["step"]["line"] == line_of("in_graph_iterator.py", "def step(")
+    assert got["step"]["fetch_line"] == line_of("in_graph_iterator.py", "return tf.reduce_sum(next(iterator))")
+    assert got["total"]["line"] == line_of("in_graph_iterator.py", "def total(")
+    assert all("no input-wait verdict" in g["note"] for g in got.values())
+    assert not [f for f in data["findings"] if f["code"] == "TFL809"]
+    text = run(f"{FIX}/in_graph_iterator.py").stderr
+    assert "`step` " in text and "fetches its tf.data elements inside the graph" in text
+    assert "0 element(s)" not in text  # the iterator handed to `step` was never pulled from Python
+
+
 def test_keras_2_step_functions_are_named_as_keras_3s():
     from tflint.runtime.observe import _keras_step_name
 

@@ -54,7 +54,8 @@ class NotebookRun:
         if isinstance(obj, dict):
             out = {k: self.map_report(v) for k, v in obj.items()}
             for file_key, line_key, cell_key in (("file", "line", "cell"), ("loop_file", "loop_line", "loop_cell"),
-                                                 ("dataset_file", "dataset_line", "dataset_cell")):
+                                                 ("dataset_file", "dataset_line", "dataset_cell"),
+                                                 ("fetch_file", "fetch_line", "fetch_cell")):
                 if obj.get(file_key) == self.script and isinstance(obj.get(line_key), int):
                     cell, row = self.locate(obj[line_key])
                     out[file_key], out[line_key], out[cell_key] = self.notebook, row, cell

@@ -29,7 +29,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Optional
 
-from .trace import is_user_file
+from .trace import is_user_file, iterator_ops, op_location
 
 
 class StopRun(BaseException):
@@ -707,8 +707,8 @@ def build_report(obs: Observer, script: str, options: Optional[dict[str, Any]] =
     functions: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     if obs.recorder is None:
-        return {"tensorflow": None, "functions": [], "graphs": [], "iterators": [], "fits": [], "host_syncs": [],
-                "findings": [], "graphs_s": 0.0}
+        return {"tensorflow": None, "functions": [], "graphs": [], "iterators": [], "iterators_in_graph": [],
+                "fits": [], "host_syncs": [], "findings": [], "graphs_s": 0.0}
     results = obs.recorder.results()
     logs = list(obs.recorder.logs.values())
     by_code: dict[int, list[int]] = {}
@@ -752,6 +752,21 @@ def build_report(obs: Observer, script: str, options: Optional[dict[str, Any]] =
             findings.append({"code": "TFL801", "message": text, "file": loc[0] if loc else None,
                              "line": loc[1] if loc else None,
                              "extra": {**extra, "sites": [list(s) for s in sites], "tracing_s": round(trace_s, 4)}})
+    # the user's tf.functions that fetch tf.data elements inside their graph (`next(iterator)` in the step, `for x
+    # in ds` in the function): there is no Python `next()` to time, so no input-wait verdict, and the report says so
+    in_graph = []
+    for entry, tr in zip(functions, results):
+        if entry["keras"] or not tr.concrete:
+            continue
+        try:
+            ops = iterator_ops(tr.concrete[-1].graph)
+        except Exception:  # noqa: BLE001 - a graph that cannot be walked: nothing said
+            continue
+        if ops:
+            where = next((loc for loc in map(op_location, ops) if loc), None)
+            in_graph.append({"function": entry["name"], "file": entry["file"], "line": entry["line"],
+                             "fetch_file": where[0] if where else None, "fetch_line": where[1] if where else None,
+                             "note": IN_GRAPH_NOTE})
     # the same Python function wrapped in a new tf.function again and again (tf.function inside a loop)
     for idxs in by_code.values():
         if len(idxs) < 3:
@@ -787,10 +802,14 @@ def build_report(obs: Observer, script: str, options: Optional[dict[str, Any]] =
     syncs = sync_report(obs.syncs, step["calls"] if step else 0, step["name"] if step else None, findings, options,
                         _short)
     return {"tensorflow": obs.tf_version, "functions": functions, "graphs": graphs, "iterators": iterators,
-            "fits": fits, "host_syncs": syncs, "findings": findings, "graphs_s": round(graphs_s, 3)}
+            "iterators_in_graph": in_graph, "fits": fits, "host_syncs": syncs, "findings": findings,
+            "graphs_s": round(graphs_s, 3)}
 
 
 INPUT_DEFAULTS = {"input_min_wait_share": 0.5, "input_min_wait_ms": 1.0, "input_min_elements": 5}
+IN_GRAPH_NOTE = ("fetches its tf.data elements inside the graph: the wait for them happens inside the function's "
+                 "call, where Python cannot time it, so no input-wait verdict (not measured); to have it judged, "
+                 "iterate the dataset in Python (`for batch in ds: step(batch)`)")
 
 
 def input_report(obs: Observer, findings: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, Any]]:

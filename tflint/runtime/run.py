@@ -348,7 +348,8 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             for ln in retrace_lines(fn.get("retraces", []))[:5]:
                 lines.append("  " + ln)
         lines += hotgraphs_lines(report.get("graphs") or [], _display)
-        its = report.get("iterators", [])
+        # an iterator never pulled from Python (`it = iter(ds)` handed to a tf.function): nothing timed to show
+        its = [it for it in report.get("iterators", []) if it.get("elements") or it.get("first_wait_s")]
         if its:
             lines.append("tf.data loops (time waiting in `next()` against time between elements):")
         for it in its:
@@ -360,6 +361,10 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             lines.append(f"  loop at {where}{made}: {it['elements']} element(s), waited {it['wait_share']:.0%} "
                          f"({it['wait_ms_per_element']:.2f} ms per element, step {it['step_ms_per_element']:.2f} ms"
                          f"{own}){verdict}")
+        for g in report.get("iterators_in_graph") or []:
+            where = f"{_display(g['file'])}:{g['line']}" if g.get("file") else ""
+            fetch = f" (at {_display(g['fetch_file'])}:{g['fetch_line']})" if g.get("fetch_file") else ""
+            lines.append(f"  `{g['function']}` {where}{fetch} {g['note']}")
         fits = report.get("fits", [])
         if fits:
             lines.append("model.fit/evaluate/predict input (step under Keras's loop against the same step on batches "
