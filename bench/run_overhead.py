@@ -14,7 +14,8 @@ Per script, medians over the pairs of the observed / plain ratio of:
 
 Both sides run with the bytecode of tflint and TensorFlow cached (`PYTHONPYCACHEPREFIX`, a temporary folder), as
 an installed package would; the shell's PYTHONDONTWRITEBYTECODE would otherwise make every start compile tflint.
-The load average of the machine is printed before and after: read the ratios against it.
+The load average of the machine is printed before and after: read the ratios against it. The latest output is
+kept beside this script, in bench/run_overhead.txt (`python bench/run_overhead.py > bench/run_overhead.txt`).
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ whose fix measures ~1x (expected `no difference`, `inconclusive` is honest too; 
 
 Prints one row per case: each run's verdict and median speedup (of the measurement that decides: the defaults,
 the first mode), the expected verdict, how many runs agreed with the most common verdict, and how many gave an
-expected one. A benchmark, not a test: it prints numbers and always exits 0 unless a run failed.
+expected one. A benchmark, not a test: it prints numbers and always exits 0 unless a run failed. Its latest
+output is kept beside it, in bench/verify_repeat.txt (`python bench/verify_repeat.py > bench/verify_repeat.txt`).
 """
 from __future__ import annotations
 

@@ -63,6 +63,71 @@ def test_a_non_zero_exit_of_the_script_is_reported_and_exits_2():
     assert "The script exited with status 3" in proc.stderr
 
 
+def test_what_the_script_leaves_for_the_exit_is_finished_as_python_would(tmp_path):
+    """The child leaves with os._exit after the report (the interpreter's teardown of TensorFlow took 0.65-3 s):
+    non-daemon threads, atexit handlers, files still open at exit, the script's output and exit status
+    are as they are when Python runs the script itself."""
+    def outputs(folder):
+        return {p.name: p.read_text() for p in sorted(folder.iterdir())}
+
+    plain_dir, run_dir = tmp_path / "plain", tmp_path / "run"
+    plain_dir.mkdir(), run_dir.mkdir()
+    plain = subprocess.run([sys.executable, f"{FIX}/exit_effects.py", str(plain_dir)], cwd=ROOT, capture_output=True,
+                           text=True)
+    proc = run(f"{FIX}/exit_effects.py", str(run_dir))
+    expected = {"global.txt": "global\n", "kept.txt": "kept\n", "thread.txt": "thread\n"}
+    assert plain.returncode == 3 and outputs(plain_dir) == expected  # the fixture leaves what it says it does
+    assert outputs(run_dir) == expected
+    assert proc.stdout == plain.stdout == "done\natexit ran\n"
+    assert proc.returncode == 2 and "The script exited with status 3" in proc.stderr
+
+
+def run_on_a_terminal(*argv: str) -> str:
+    """`tflint run ARGV` with stdout and stderr on a pseudo-terminal, the progress line shown at once: all that the
+    terminal received, its line ends as written by the script ("\\r\\n" turned back into "\\n")."""
+    pty = pytest.importorskip("pty")
+    env = {**os.environ, "TFLINT_PROGRESS_DELAY": "0", "NO_COLOR": "1"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tflint", "run", *argv], cwd=ROOT, env=env, stdout=slave,
+                            stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        got += data
+    os.close(master)
+    proc.wait(timeout=120)
+    return got.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_a_terminal_shows_a_progress_line_that_gives_way_to_the_scripts_output_and_the_report():
+    text = run_on_a_terminal(f"{FIX}/ticker.py")
+    assert "\rtflint run: 0 s, 0 tf.function calls; Ctrl-C stops the script and reports" in text
+    lines = text.split("\n")
+    # every line the script wrote, and the report, starts at the terminal's first column: the progress line was
+    # erased (spaces over it, back to the first column) before each of them
+    for i in range(5):
+        for word in ("out", "err"):
+            [line] = [ln for ln in lines if f"{word} {i}" in ln]
+            assert line.endswith(f"{word} {i}") and line[: -len(f"{word} {i}")].rsplit("\r", 1)[-1] == "", line
+    [header] = [ln for ln in lines if "──── tflint run" in ln]
+    assert header.split("──── tflint run")[0].rsplit("\r", 1)[-1] == ""
+    assert "tflint run: " not in text.split("──── tflint run")[1]  # nothing drawn after the script ended
+
+
+def test_no_progress_line_in_machine_output_nor_off_a_terminal():
+    assert "\rtflint run:" not in run_on_a_terminal("--json", f"{FIX}/ticker.py")
+    assert "\rtflint run:" not in run_on_a_terminal("--output-format", "github", f"{FIX}/ticker.py")
+    proc = run(f"{FIX}/ticker.py", env={"TFLINT_PROGRESS_DELAY": "0"})
+    assert proc.returncode == 0 and "tflint run: " not in proc.stderr and "err 4" in proc.stderr
+    assert proc.stdout == "".join(f"out {i}\n" for i in range(5))
+
+
 def test_json_goes_to_stdout_alone_and_the_scripts_stdout_to_stderr():
     proc, data = run_json(f"{FIX}/args.py", "a")
     assert proc.returncode == 0
@@ -225,6 +290,12 @@ def test_keras_fit_is_seen_as_its_train_function():
     assert fn["calls"] == 16
     assert fn["line"] == line_of("keras_fit.py", "model.fit(")
     assert data["findings"] == []  # Keras traces its step once (or twice in the first call): not a retrace
+    # fit on NumPy arrays: Keras makes the dataset itself; the report says so and gives no input-wait verdict
+    [fit] = data["report"]["fits"]
+    assert fit["input"] == "arrays" and fit["steps"] == 16 and not fit["input_bound"]
+    assert fit["memory_step_ms"] is None and "there is no input pipeline of yours to wait for" in fit["note"]
+    # the train function ran 16 steps after 2 s of tracing: not worth a Grappler run after the run
+    assert data["report"]["graphs"] == [] and data["report"]["timings"]["graphs_s"] == 0
 
 
 @pytest.mark.slow
@@ -370,6 +441,81 @@ def test_model_fit_on_a_slow_python_generator_is_input_bound_and_names_the_gener
     assert proc.returncode == 0, proc.stderr
     [fit] = data["report"]["fits"]
     assert data["findings"] == [] and not fit["input_bound"] and fit["generator"]["name"] == "batches"
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_model_fit_on_a_from_generator_pipeline_names_its_source_from_times_taken_during_the_run():
+    # the generator is timed as tf.data pulls it during the fit: no pulling of the pipeline's stages after the run
+    proc, data = run_json(f"{FIX}/fit_generator_source.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("fit_generator_source.py", "model.fit(")
+    source = line_of("fit_generator_source.py", "ds = tf.data.Dataset.from_generator(")
+    assert f"Its source `from_generator()` at {FIX}/fit_generator_source.py:{source}, timed during the run" in (
+        f["message"])
+    assert "the Python generator at its source took (timed in the run)" in f["message"]
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["pipeline_timed"] == "source in the run"
+    slowest = fit["slowest_stage"]
+    assert slowest["timed"] == "in the run" and slowest["line"] == source and slowest["elements"] >= 100
+    assert slowest["added_us"] >= 9_000  # 10 ms of sleep per element, timed in the generator
+    assert fit["pipeline_ms_per_batch"] == pytest.approx(8 * slowest["added_us"] / 1e3, rel=0.01)
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_dataset_iterated_inside_a_tf_function_is_said_to_be_not_timed():
+    proc, data = run_json(f"{FIX}/in_graph_iterator.py")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "total=496.0" in proc.stderr
+    got = {g["function"]: g for g in data["report"]["iterators_in_graph"]}
+    assert set(got) == {"step", "total"}
+    assert got["step"]["line"] == line_of("in_graph_iterator.py", "def step(")
+    assert got["step"]["fetch_line"] == line_of("in_graph_iterator.py", "return tf.reduce_sum(next(iterator))")
+    assert got["total"]["line"] == line_of("in_graph_iterator.py", "def total(")
+    assert all("no input-wait verdict" in g["note"] for g in got.values())
+    assert not [f for f in data["findings"] if f["code"] == "TFL809"]
+    text = run(f"{FIX}/in_graph_iterator.py").stderr
+    assert "`step` " in text and "fetches its tf.data elements inside the graph" in text
+    assert "0 element(s)" not in text  # the iterator handed to `step` was never pulled from Python
+
+
+def test_keras_2_step_functions_are_named_as_keras_3s():
+    from tflint.runtime.observe import _keras_step_name
+
+    def make(module: str, qualname: str):
+        def fn():
+            pass
+        fn.__module__, fn.__qualname__ = module, qualname
+        return fn
+
+    site = (str(ROOT / FIX / "tf_keras_fit.py"), line_of("tf_keras_fit.py", "model.fit("))
+    k2 = make("tf_keras.src.engine.training", "Model.make_train_function.<locals>.train_function")
+    k3 = make("keras.src.backend.tensorflow.trainer", "TensorFlowTrainer.make_train_function.<locals>.one_step_on_data")
+    assert _keras_step_name(k2, site) == _keras_step_name(k3, site) == "Keras train function (fit step)"
+    assert _keras_step_name(make("mylib", "Model.make_train_function.<locals>.f"), site) is None
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+@pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None,
+                    reason="tf_keras (Keras 2 as a package) is not installed: `pip install tf-keras` to run this test")
+def test_a_tf_keras_fit_is_observed_as_a_keras_3_fit():
+    proc, data = run_json(f"{FIX}/tf_keras_fit.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("fit done: 1 epoch(s)") == 1
+    [fn] = data["report"]["functions"]
+    assert fn["keras"] and fn["name"] == "Keras train function (fit step)" and fn["calls"] == 20
+    [f] = data["findings"]
+    assert f["code"] == "TFL809" and f["location"]["row"] == line_of("tf_keras_fit.py", "model.fit(")
+    [fit] = data["report"]["fits"]
+    assert fit["input_bound"] and fit["steps"] == 20 and fit["memory_step_ms"] is not None
+    assert fit["slowest_stage"]["line"] == line_of("tf_keras_fit.py", "ds = tf.data.Dataset.from_generator(")
 
 
 @pytest.mark.slow
@@ -579,11 +725,36 @@ def test_help_shows_the_usage():
     assert "tflint run [options] SCRIPT [ARGS...]" in proc.stdout and "--steps" in proc.stdout
 
 
-def test_a_notebook_is_refused_with_the_way_to_run_it(tmp_path):
+def test_a_notebook_that_cannot_run_says_why(tmp_path):
     nb = tmp_path / "train.ipynb"
     nb.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
     proc = run(str(nb))
-    assert proc.returncode == 2 and "nbconvert --to script" in proc.stderr
+    assert proc.returncode == 2 and "no Python code cells to run" in proc.stderr
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "x = (", "metadata": {}, "outputs": []}],
+                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    proc = run(str(nb))
+    assert proc.returncode == 2 and "cell 1 is not Python" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.runtime
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_notebook_runs_its_code_cells_in_order_and_is_reported_at_cell_and_row():
+    nb = f"{FIX}/notebook.ipynb"
+    proc, data = run_json(nb)
+    assert proc.returncode == 1, proc.stderr
+    assert "total=120.0" in proc.stderr  # the last cell ran after the others (its `%time` statement too)
+    got = sorted((f["code"], f["filename"], f["cell"], f["location"]["row"]) for f in data["findings"])
+    assert got == [("TFL801", nb, 3, 2), ("TFL810", nb, 4, 5)]  # `def step(`, `.numpy()` in the loop
+    [retrace] = [f for f in data["findings"] if f["code"] == "TFL801"]
+    assert f"called at {nb}:cell 4:5" in retrace["message"] and "tflint-run-notebook" not in json.dumps(data)
+    assert data["report"]["notebook"]["skipped"] == [
+        {"cell": 2, "line": 1, "text": "%matplotlib inline"}, {"cell": 4, "line": 1, "text": "!echo this runs in Jupyter only"}]
+    [fn] = data["report"]["functions"]
+    assert (fn["file"], fn["cell"], fn["line"]) == (nb, 3, 2)
+    text = run(nb).stderr
+    assert f"{nb}:cell 3:2:1: TFL801" in text and f"{nb}:cell 4:5:30: TFL810" in text
+    assert "Skipped 2 line(s) that Jupyter runs but Python cannot" in text and "cell 2:1 `%matplotlib inline`" in text
 
 
 # --- the verdict of a fit, from its measurements (no TensorFlow) ---------------------------------------------------
@@ -654,6 +825,11 @@ def test_the_hot_functions_are_the_few_that_took_most_of_the_time():
     assert hot_functions([{"seconds_in_calls": 1.0}] * 11) == []  # each under 10%: none stands out
     assert hot_functions([{"seconds_in_calls": 0.2}]) == []  # all of the time, but too little to matter
     assert hot_functions([{"seconds_in_calls": 0.0}]) == []
+    # the time the graph ran, not the time tracing it: a short Keras fit's train function (2.3 s of its 2.4 s in
+    # the first call's tracing) is not worth a Grappler run; a function that ran 1 s after 2 s of tracing is
+    assert hot_functions([{"seconds_in_calls": 2.36, "tracing_s": 2.32}]) == []
+    assert hot_functions([{"seconds_in_calls": 3.0, "tracing_s": 2.0}, {"seconds_in_calls": 2.5, "tracing_s": 0.0}]
+                         ) == [(1, 2.5 / 3.5), (0, 1.0 / 3.5)]
 
 
 @pytest.mark.slow
@@ -717,7 +893,12 @@ def test_evaluate_and_predict_on_a_slow_python_map_are_input_bound_at_their_line
         assert f"`model.{method}` waited for its input" in f["message"]
         assert f"the same {'test' if method == 'evaluate' else 'predict'} step on batches already in memory" in f["message"]
     fits = {f["method"]: f for f in data["report"]["fits"]}
-    assert set(fits) == {"evaluate", "predict"}  # fit(features, labels): arrays, not watched
+    assert set(fits) == {"fit", "evaluate", "predict"}
+    # fit(features, labels): arrays, whose dataset Keras makes itself: said so, timed, and not judged
+    arrays = fits.pop("fit")
+    assert arrays["input"] == "arrays" and not arrays["input_bound"] and arrays["memory_step_ms"] is None
+    assert arrays["note"].startswith("on arrays in memory: Keras builds the tf.data dataset itself")
+    assert arrays["step_ms"] is not None and arrays["steps"] > 0
     for method, fit in fits.items():
         assert fit["line"] == rows[method] and fit["input_bound"]
         assert fit["steps"] == 12 and fit["steady_steps"] == 10  # 96/8 batches, the first two apart

@@ -253,6 +253,18 @@ class TestDatasets:
         cache = r["cache"]
         assert cache["filled"] and cache["elements"] == 20_000
         assert cache["first_rate"] > 0 and cache["cached_rate"] > 0  # both rates are reported
+        # one rate for the cached epochs: the cache() row's, the one TFL806 measures the stages after it against
+        row = r["stages"][2]
+        assert row["kind"] == "cache" and cache["cached_rate"] == (row["effective_rate"] or row["rate"])
+        from tflint.runtime.inspect import text_report
+
+        text = text_report("datasets.py::cached_pipeline", {**r, "wall_s": 1.0, "timings": {}}, [], [])
+        cache_row = next(ln for ln in text.splitlines() if ln.strip().startswith("cache() ") and "/s" in ln)
+        assert f"{cache['cached_rate']:,.0f}/s" in cache_row
+        line = next(ln for ln in text.splitlines() if ln.strip().startswith("cache() (line"))
+        import re
+
+        assert re.findall(r"[\d,]+/s", line) == [f"{cache['first_rate']:,.0f}/s", f"{cache['cached_rate']:,.0f}/s"]
         assert cache["line"] == _line_of("datasets.py", "ds = ds.cache()")
         first_map = _line_of("datasets.py", "tf.py_function(_decode")
         every_epoch = _line_of("datasets.py", "tf.fill([256, 256], tf.cast")

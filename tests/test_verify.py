@@ -598,9 +598,30 @@ def test_a_fix_in_code_the_factory_never_runs_is_not_measured(tmp_path, capsys):
         """
     ))
     rc = main(["verify", f"{pair}::make", "--rule", "TFL106", "--json", "--pairs", "5", "--timeout", "600"])
-    (r,) = json.loads(capsys.readouterr().out)["results"]
-    assert rc == 0 and r["status"] == "not run" and r["measurements"] == []
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    (r,) = out["results"]
+    assert r["status"] == "not run" and r["measurements"] == []
     assert "line(s) 9, which the factory never runs" in r["note"]
+    # nothing was measured: not a pass (exit 2, as `check` for a path with nothing to check), and it says so
+    assert rc == 2 and out["verified"] == 0
+    assert out["nothing_verified"].startswith("the fix is in code the factory never runs")
+    assert "tflint: error: nothing was verified: the fix is in code the factory never runs" in captured.err
+
+
+def test_nothing_verified_is_said_and_is_not_a_pass():
+    """Every fix "not run", or no fix to apply: `nothing_verified` gives the reason (exit 2); one pair measured,
+    broken or not equivalent is a verification (its own exit code decides)."""
+    from tflint.runtime.verify import Target, VariantResult, nothing_verified
+
+    def result(status: str) -> VariantResult:
+        return VariantResult("pair.py", "make", ["TFL101"], ["map-without-parallel-calls"], "tflint", status=status)
+
+    t = Target(Path("pair.py"), "make", ["TFL101"])
+    assert "all 2 fixes are in code the factory never runs" in nothing_verified([result("not run")] * 2, [])
+    assert nothing_verified([], [(t, [])]).startswith("no selected rule has a fix to apply here")
+    assert nothing_verified([result("not run"), result("ok")], []) is None
+    assert nothing_verified([], []) is None
 
 
 def test_rates_are_in_the_originals_units_and_agree_with_the_speedup():

@@ -225,6 +225,11 @@ def inspect_dataset(ds, opts: dict[str, Any], want_graph: bool) -> dict[str, Any
             break
         verdicts.append(data.bottleneck(stages, min_added, min_ratio, floor, after=after))
     t_measure = time.perf_counter() - t0
+    if cache_info is not None and after is not None:
+        # one rate for reading the filled cache, the one the table's cache() row shows and TFL806 measures the
+        # stages after it against; the whole second pass (which only showed that the cache filled) is kept apart
+        cache_info["second_pass_rate"] = cache_info.get("cached_rate")
+        cache_info["cached_rate"] = after.effective_rate or after.rate
     if cache_info is not None and after is not None and not note:
         first = data.bottleneck(stages[:stages.index(after)], min_added, min_ratio, floor)
         cache_info["first_epoch_bottleneck"] = None if first is None else {

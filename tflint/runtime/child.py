@@ -135,7 +135,8 @@ def run_in_child(
     with tempfile.TemporaryDirectory(prefix="tflint-child-") as tmp:
         req = Path(tmp) / "request.json"
         resp = Path(tmp) / "response.json"
-        req.write_text(json.dumps({"entry": entry, "payload": payload}), encoding="utf-8")
+        # a passthrough child (the user's script) leaves without the interpreter's teardown (worker.fast_exit)
+        req.write_text(json.dumps({"entry": entry, "payload": payload, "fast_exit": passthrough}), encoding="utf-8")
         cmd = [python or sys.executable, "-m", "tflint.runtime.worker", str(req), str(resp)]
         out_path = Path(tmp) / "stderr.txt"
         with open(out_path, "w+b") as errf, open(os.devnull, "wb") as nullf:
@@ -156,7 +157,13 @@ def run_in_child(
                 )
             try:
                 if on_start is not None:
-                    on_start()
+                    try:
+                        on_start()
+                    except KeyboardInterrupt:  # a Ctrl-C while the parent loads the project: the script's too
+                        if not passthrough:
+                            raise
+                        _interrupt(proc)
+                        on_start()  # the report still needs what it was loading
                 rc = _wait(proc, timeout, forward_interrupt=passthrough)
             except subprocess.TimeoutExpired:
                 kill_group(proc)
@@ -202,11 +209,16 @@ def _wait(proc: subprocess.Popen, timeout: float, forward_interrupt: bool) -> in
     except KeyboardInterrupt:
         if not forward_interrupt:
             raise
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _interrupt(proc)
         return proc.wait(timeout=max(1.0, min(60.0, deadline - time.monotonic())))
+
+
+def _interrupt(proc: subprocess.Popen) -> None:
+    """Send the child's process group the SIGINT that a terminal's Ctrl-C sent us."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def kill_group(proc: subprocess.Popen) -> None:

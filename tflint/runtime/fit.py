@@ -22,7 +22,10 @@ overlapped the step would wait `min-wait-share` of the time (P * (1 - share) >= 
 machine's load staying the same between the run and the measurement after it). Otherwise the step was slower under
 `fit` for another reason (the pipeline's threads competing for the CPU, other load). When input-bound, each
 prefix of the pipeline is measured as `tflint inspect` does (twice; a stage is named only when both measurements
-agree) to name the slowest stage.
+agree) to name the slowest stage; when the pipeline's source is the user's Python generator (`from_generator`),
+whose `next()` was timed during the run (data.time_generators), and that source alone explains the wait, it is
+named from those times instead, and the pipeline is pulled after the run only for the batches of the step in
+memory (a few seconds less after the run).
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ WARMUP_STEPS = 2  # per epoch: the first steps fill buffers (and the very first 
 PROBE_SECONDS = 2.0  # the pipeline alone, pulled from Python
 PROBE_MAX = 20
 MEMORY_BATCHES = 8
-MEMORY_SECONDS = 1.0  # the train step on batches in memory
+MEMORY_SECONDS = 0.5  # the train step on batches in memory (at least 5 calls)
 MEMORY_MAX_CALLS = 200
 STAGE_BUDGET = 4.0  # the per-prefix measurement (two measurements of half each) when a fit is input-bound
 
@@ -63,8 +66,9 @@ class FitRecord:
     """One `model.fit(dataset, ...)` or `model.fit(generator, ...)` call from the user's code (or `evaluate`,
     `predict`: `method`)."""
 
-    def __init__(self, model, dataset, site: tuple[str, int], method: str = "fit") -> None:
+    def __init__(self, model, dataset, site: tuple[str, int], method: str = "fit", flavor: str = "keras") -> None:
         self.method = method
+        self.flavor = flavor  # "keras" (Keras 3) or "tf_keras" (Keras 2 as the tf_keras package)
         self.model = model
         self.dataset = dataset  # a tf.data dataset, or None when fit was given a Python generator
         self.site = site
@@ -81,15 +85,22 @@ class FitRecord:
         self.steady_s = 0.0
         self.t_begin: Optional[float] = None
         self.measured: dict[str, Any] = {}
+        self.arrays = False  # given arrays (NumPy, tensors) that Keras slices and batches into a dataset itself
 
 
-def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
-    """Patch Keras 3's `fit`, `evaluate` and `predict` (TensorFlow backend) to time the steps of every call fed a
-    tf.data dataset, a Python generator or a PyDataset from the user's code. Returns the function that removes the
-    patches."""
-    import keras
-    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+def install(observer_fits: list[FitRecord], flavor: str = "keras") -> Callable[[], None]:
+    """Patch Keras 3's `fit`, `evaluate` and `predict` (TensorFlow backend), or with `flavor="tf_keras"` those of
+    Keras 2 as the `tf_keras` package (its `Model`, whose train/test/predict functions also take an iterator), to
+    time the steps of every call fed a tf.data dataset, a Python generator or (Keras 3) a PyDataset from the user's
+    code. Returns the function that removes the patches."""
     from tensorflow.python.data.ops import dataset_ops
+
+    if flavor == "tf_keras":
+        import tf_keras as keras
+        from tf_keras.src.engine.training import Model as TensorFlowTrainer
+    else:
+        import keras
+        from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
 
     originals = {m: getattr(TensorFlowTrainer, m) for m in METHODS}
 
@@ -126,13 +137,18 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
                 if len(rec.steady) < _SAMPLE:
                     rec.steady.append(dt)
 
-    # a PyDataset given to fit: the batches its adapter hands tf.data, timed (id of the PyDataset -> its record,
-    # while that fit runs)
-    from keras.src.trainers.data_adapters import py_dataset_adapter
-
-    adapter_cls = py_dataset_adapter.PyDatasetAdapter
-    original_iterator = adapter_cls._get_iterator
+    # a PyDataset given to fit (Keras 3): the batches its adapter hands tf.data, timed (id of the PyDataset -> its
+    # record, while that fit runs)
     py_datasets: dict[int, FitRecord] = {}
+    if flavor == "tf_keras":
+        py_dataset_cls: Any = ()  # a `keras.utils.Sequence` is not timed
+        adapter_cls = original_iterator = None
+    else:
+        from keras.src.trainers.data_adapters import py_dataset_adapter
+
+        py_dataset_cls = py_dataset_adapter.PyDataset
+        adapter_cls = py_dataset_adapter.PyDatasetAdapter
+        original_iterator = adapter_cls._get_iterator
 
     def _get_iterator(adapter):
         it = original_iterator(adapter)
@@ -146,13 +162,15 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
         caller = sys._getframe(2)
         given = args[at] if len(args) > at else kwargs.get("callbacks")
         is_generator = isinstance(x, types.GeneratorType)  # what Keras 3 takes for a Python generator
-        is_py_dataset = isinstance(x, py_dataset_adapter.PyDataset)
-        if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator or is_py_dataset)
+        is_py_dataset = bool(py_dataset_cls) and isinstance(x, py_dataset_cls)
+        is_arrays = not isinstance(x, dataset_ops.DatasetV2) and in_memory(x)  # Keras makes the dataset itself
+        if (not (isinstance(x, dataset_ops.DatasetV2) or is_generator or is_py_dataset or is_arrays)
                 or not is_user_file(caller.f_code.co_filename)
                 or not (given is None or isinstance(given, (list, tuple)))):  # a CallbackList of the user's: left alone
             return original(model, *args, **kwargs)
         site = (os.path.abspath(caller.f_code.co_filename), caller.f_lineno)
-        record = FitRecord(model, x if isinstance(x, dataset_ops.DatasetV2) else None, site, method)
+        record = FitRecord(model, x if isinstance(x, dataset_ops.DatasetV2) else None, site, method, flavor)
+        record.arrays = is_arrays
         if is_generator:
             record.generator = _generator_info(x)
             timed = _timed_generator(x, record)
@@ -188,14 +206,25 @@ def install(observer_fits: list[FitRecord]) -> Callable[[], None]:
     for name, patched in (("fit", fit), ("evaluate", evaluate), ("predict", predict)):
         patched.__wrapped__ = originals[name]  # type: ignore[attr-defined]
         setattr(TensorFlowTrainer, name, patched)
-    adapter_cls._get_iterator = _get_iterator
+    if adapter_cls is not None:
+        adapter_cls._get_iterator = _get_iterator
 
     def uninstall() -> None:
         for name, original in originals.items():
             setattr(TensorFlowTrainer, name, original)
-        adapter_cls._get_iterator = original_iterator
+        if adapter_cls is not None:
+            adapter_cls._get_iterator = original_iterator
 
     return uninstall
+
+
+def in_memory(x) -> bool:
+    """`x` is arrays already in memory (a NumPy array or a tensor, or a list, tuple or dict of them)."""
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(in_memory(v) for v in x)
+    if isinstance(x, dict):
+        return bool(x) and all(in_memory(v) for v in x.values())
+    return hasattr(x, "shape") and (type(x).__module__ or "").split(".")[0] in ("numpy", "tensorflow")
 
 
 def _generator_info(gen) -> dict[str, Any]:
@@ -266,6 +295,8 @@ def _variables(model) -> list[Any]:
     for m in getattr(model, "metrics", []) or []:
         groups.append(getattr(m, "variables", []))
     for group in groups:
+        if callable(group):  # a method in some Keras 2 optimizers
+            group = group()
         for v in group:
             if id(v) not in seen:
                 seen.add(id(v))
@@ -273,8 +304,10 @@ def _variables(model) -> list[Any]:
     return out
 
 
-def _probe_pipeline(ds) -> tuple[Optional[float], list[Any]]:
-    """The pipeline alone: median seconds per element pulled from Python after the first, and a few elements."""
+def _probe_pipeline(ds, batches_only: bool = False) -> tuple[Optional[float], list[Any]]:
+    """The pipeline alone: median seconds per element pulled from Python after the first, and a few elements.
+    `batches_only`: the elements for the step in memory are what is wanted (the source was timed in the run), so
+    it stops when it has them."""
     it = iter(ds)
     try:
         batches = [next(it)]
@@ -282,7 +315,8 @@ def _probe_pipeline(ds) -> tuple[Optional[float], list[Any]]:
         return None, []
     times: list[float] = []
     deadline = time.perf_counter() + PROBE_SECONDS
-    while len(times) < PROBE_MAX and (time.perf_counter() < deadline or len(times) < 3):
+    limit = MEMORY_BATCHES - 1 if batches_only else PROBE_MAX
+    while len(times) < limit and (time.perf_counter() < deadline or len(times) < 3):
         t0 = time.perf_counter()
         try:
             b = next(it)
@@ -309,7 +343,7 @@ def _generator_spec(batches: list[Any]):
             batches[0])
 
 
-def _memory_step(model, spec, batches: list[Any], method: str = "fit") -> Optional[float]:
+def _memory_step(model, spec, batches: list[Any], method: str = "fit", flavor: str = "keras") -> Optional[float]:
     """Median seconds of the model's train function (test, predict function for `evaluate`, `predict`) on batches
     already in memory (no input wait). `spec`: the element spec of the dataset the function was traced for."""
     import tensorflow as tf
@@ -321,7 +355,8 @@ def _memory_step(model, spec, batches: list[Any], method: str = "fit") -> Option
     strategy = model.distribute_strategy
     dist = mem if isinstance(mem, tf.distribute.DistributedDataset) else strategy.experimental_distribute_dataset(mem)
     it = iter(dist)
-    if method == "predict":  # Keras's predict loop pulls the batches in Python and hands the function a list of them
+    if method == "predict" and flavor == "keras":  # Keras 3's predict loop pulls the batches in Python and hands
+        # the function a list of them (Keras 2's predict function takes the iterator, as its train function does)
         per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
 
         def step():
@@ -354,6 +389,9 @@ def measure_fits(records: list[FitRecord], opts: dict[str, Any]) -> None:
 
     min_steps = int(opts.get("input_min_elements", 5))
     for rec in records:
+        if rec.arrays:  # nothing of the user's to wait for, and nothing measured: said, no verdict
+            rec.measured = {"step_s": statistics.median(rec.steady) if rec.steady else None, "note": ARRAYS_NOTE}
+            continue
         if rec.steady_n < min_steps:
             rec.measured = {"note": f"too few steps to judge ({rec.steady_n} after the warm-up of each epoch)"}
             continue
@@ -361,25 +399,72 @@ def measure_fits(records: list[FitRecord], opts: dict[str, Any]) -> None:
         out: dict[str, Any] = {}
         try:
             with silenced():
+                source = None
                 if rec.generator is not None:  # the generator, timed in the run (it cannot be pulled again)
                     times = rec.generator_times[WARMUP_STEPS:]
                     per_batch = statistics.median(times) if len(times) >= 3 else None
                     batches = rec.generator_batches
-                    memory = (_memory_step(rec.model, _generator_spec(batches), batches, rec.method) if batches
-                              else None)
+                    memory = (_memory_step(rec.model, _generator_spec(batches), batches, rec.method, rec.flavor)
+                              if batches else None)
                 else:
-                    per_batch, batches = _probe_pipeline(rec.dataset)
-                    memory = _memory_step(rec.model, rec.dataset.element_spec, batches, rec.method)
-                out = {"pipeline_s": per_batch, "memory_step_s": memory}
+                    source = _source_in_run(rec.dataset)  # a Python generator source, timed in the run
+                    per_batch, batches = _probe_pipeline(rec.dataset, batches_only=source is not None)
+                    if source is not None:  # the generator's own time in the run, not a few batches after it
+                        per_batch = source["per_batch_s"]
+                    memory = _memory_step(rec.model, rec.dataset.element_spec, batches, rec.method, rec.flavor)
+                out = {"pipeline_s": per_batch, "memory_step_s": memory, "source_in_run": source is not None}
                 verdict = _verdict(rec, out, opts)
                 out.update(verdict)
                 if verdict["input_bound"] and rec.dataset is not None:
-                    out["stages_measured"] = _measure_stages(rec.dataset)
+                    if source is not None and _explains(rec, out, source["per_batch_s"], opts):
+                        out["stages_measured"] = {"rates": [], "note": None, "slowest": source["slowest"]}
+                    else:
+                        out["stages_measured"] = _measure_stages(rec.dataset)
         except BaseException as exc:  # noqa: BLE001 - a failure here must not change the run's outcome
             out = {**out, "input_bound": False,
                    "note": f"could not measure after the run: {type(exc).__name__}: {first_line(exc)}"}
         out["measure_s"] = round(time.perf_counter() - t0, 3)
         rec.measured = out
+
+
+ARRAYS_NOTE = ("on arrays in memory: Keras builds the tf.data dataset itself (slices of the arrays, batched in "
+               "memory), so there is no input pipeline of yours to wait for; not judged for input wait (not measured)")
+
+
+def _source_in_run(ds) -> Optional[dict[str, Any]]:
+    """A pipeline whose source is the user's Python generator (`from_generator`), timed while the script ran
+    (data.time_generators): the generator's seconds per batch (its median per element times the source elements
+    per batch) and the stage to name. None when the source is something else or too few elements were timed.
+    The pipeline alone cannot be faster than its source: a sequential Python generator, whatever follows it."""
+    from . import data
+
+    stages = data.chain(ds)
+    if not stages or stages[0].kind != "from_generator":
+        return None
+    times = list(data.generator_times(stages[0].obj) or [])[2:]  # the first elements start the generator
+    if len(times) < 8:
+        return None
+    per_element = statistics.median(times)
+    st = stages[0]
+    return {"per_batch_s": per_element * stages[-1].multiplier,
+            "slowest": {"label": st.label, "file": st.site[0] if st.site else None,
+                        "line": st.site[1] if st.site else None, "added_us": round(per_element * 1e6, 1),
+                        "rate": 1.0 / per_element if per_element > 0 else None, "rate_before": None,
+                        "timed": "in the run", "elements": len(times)}}
+
+
+def _explains(rec: FitRecord, m: dict[str, Any], alone: float, opts: dict[str, Any]) -> bool:
+    """Whether `alone` seconds per batch of input (the pipeline, or its source) explain the wait `_verdict`
+    measured: at least half of it, or so much slower than the step on batches in memory that even perfectly
+    overlapped the step would wait `min-wait-share` of the time."""
+    memory, wait = m.get("memory_step_s"), m.get("wait_s")
+    if memory is None or wait is None:
+        return False
+    per_call = max(1, int(getattr(rec.model, "steps_per_execution", 1) or 1))
+    min_share = float(opts.get("input_min_wait_share", 0.5))
+    alone *= per_call
+    return alone >= 0.5 * wait or (alone * (1.0 - min_share) >= memory
+                                   and (alone - memory) * 1e3 >= float(opts.get("input_min_wait_ms", 1.0)))
 
 
 def _verdict(rec: FitRecord, m: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
@@ -403,11 +488,7 @@ def _verdict(rec: FitRecord, m: dict[str, Any], opts: dict[str, Any]) -> dict[st
     # slower than the step on batches in memory that the step would wait `min-wait-share` of the time even with
     # input and step perfectly overlapped: the second holds however the machine's load moved between the run and
     # this measurement (the step under fit and the pipeline alone are timed seconds apart)
-    min_share = float(opts.get("input_min_wait_share", 0.5))
-    alone = pipeline * per_call
-    explains = alone >= 0.5 * wait or (alone * (1.0 - min_share) >= memory
-                                       and (alone - memory) * 1e3 >= float(opts.get("input_min_wait_ms", 1.0)))
-    if not explains:
+    if not _explains(rec, {**m, "wait_s": wait}, pipeline, opts):
         out["note"] = (f"steps were slower under fit than on batches in memory, but the pipeline alone delivers a "
                        f"batch in {pipeline * 1e3:.2f} ms: not waiting for input (other load on the machine, or the "
                        "pipeline's threads competing with the step for the CPU)")
@@ -466,12 +547,15 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         ds_site = data.site_of(rec.dataset) if rec.dataset is not None else None
         entry = {
             "method": rec.method,
+            "input": ("arrays" if rec.arrays else "dataset" if rec.dataset is not None else
+                      (rec.generator or {}).get("kind", "generator")),
             "generator": rec.generator,
             "file": rec.site[0], "line": rec.site[1],
             "dataset_file": ds_site[0] if ds_site else None, "dataset_line": ds_site[1] if ds_site else None,
             "epochs": rec.epochs, "steps": rec.steps, "steady_steps": rec.steady_n,
             "step_ms": _ms(m.get("step_s")), "memory_step_ms": _ms(m.get("memory_step_s")),
             "pipeline_ms_per_batch": _ms(m.get("pipeline_s")), "steps_per_execution": m.get("steps_per_execution", 1),
+            "pipeline_timed": "source in the run" if m.get("source_in_run") else "after the run",
             "wait_ms_per_step": _ms(m.get("wait_s")), "wait_share": _round(m.get("wait_share"), 3),
             "input_bound": bool(m.get("input_bound")), "note": m.get("note"),
             "stages": [{"label": st.label, "kind": st.kind, "file": st.site[0] if st.site else None,
@@ -510,8 +594,13 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         elif slowest and slowest["label"] in by_label:
             st = by_label[slowest["label"]]
             where = f" at {short(slowest['file'])}:{slowest['line']}" if slowest.get("file") else ""
-            advice = (f"the slowest stage, measured after the run, is `{st.label}`{where} "
-                      f"(+{slowest['added_us']:,.0f} µs per element): " + data.recommendation(st, stages))
+            if slowest.get("timed") == "in the run":  # the Python generator source, timed as the script ran
+                advice = (f"its source `{st.label}`{where}, timed during the run, takes {slowest['added_us']:,.0f} µs "
+                          "per element in your Python generator, one element at a time under the GIL, enough to "
+                          "explain the wait: " + data.recommendation(st, stages))
+            else:
+                advice = (f"the slowest stage, measured after the run, is `{st.label}`{where} "
+                          f"(+{slowest['added_us']:,.0f} µs per element): " + data.recommendation(st, stages))
         else:
             suspect = data.likely_limit(stages)
             why = f" ({entry['stages_note']})" if entry.get("stages_note") else ""
@@ -527,7 +616,7 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
         msg = (f"input-bound: `model.{rec.method}` waited for its input {entry['wait_share']:.0%} of each {per}: "
                f"{entry['step_ms']:.1f} ms per {per} under {rec.method} against {entry['memory_step_ms']:.1f} ms for "
                f"the same {words['step']} on batches already in memory, and the "
-               f"{_SOURCE_NEEDS[gen['kind'] if gen else 'dataset']} "
+               f"{_SOURCE_NEEDS[gen['kind'] if gen else 'source' if m.get('source_in_run') else 'dataset']} "
                f"{entry['pipeline_ms_per_batch']:.1f} ms per batch ({rec.steady_n} steps measured): a faster model "
                f"would not {words['faster']} faster. " + (f"Input: {chain_text}. " if gen is not None else
                                              f"Pipeline: {chain_text}. " if chain_text else "")
@@ -541,7 +630,7 @@ def fit_report(records: list[FitRecord], findings: list[dict[str, Any]], short: 
 
 
 _SOURCE_NEEDS = {"dataset": "pipeline alone needs", "generator": "generator alone needs",
-                 "py_dataset": "PyDataset took"}
+                 "py_dataset": "PyDataset took", "source": "Python generator at its source took (timed in the run)"}
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:

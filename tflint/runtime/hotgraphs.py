@@ -1,9 +1,10 @@
 """The graphs that actually ran (`tflint run`): Grappler before and after, as `tflint inspect` shows them, for the
-tf.functions that took most of the time in calls, not for every function.
+tf.functions whose graphs ran most of the time (their calls less tracing), not for every function.
 
 Runs in the child after the script has ended (its output closed), on the concrete functions the call recorder
-kept: the last trace of each hot function (the graph its later calls ran). A function is hot when its calls took
-at least `MIN_SHARE` of the time in all tf.function calls and `MIN_SECONDS` in all; the hottest first, at most
+kept: the last trace of each hot function (the graph its later calls ran). A function is hot when its graph ran
+(its calls less their tracing) at least `MIN_SHARE` of the time all tf.functions' graphs ran and `MIN_SECONDS` in
+all; the hottest first, at most
 `MAX_FUNCTIONS`, until `COVER` of that time is covered. Each graph is run once through the default meta-optimizer
 (`analyze.analyze_concrete`, the code `inspect` uses; the per-optimizer breakdown, twelve more Grappler runs, is
 left to `tflint inspect`), and the graph findings (TFL802-TFL808) on the user's lines are reported as `inspect`
@@ -18,22 +19,28 @@ from .analyze import DEFAULTS as GRAPH_DEFAULTS
 from .analyze import analyze_concrete
 
 MIN_SHARE = 0.10
-MIN_SECONDS = 0.25  # a function whose calls took less in the whole run is not worth a Grappler run after it
+MIN_SECONDS = 0.25  # a graph that ran for less in the whole run is not worth a Grappler run (0.2-1 s) after it
 COVER = 0.80
 MAX_FUNCTIONS = 3
 
 
+def running_seconds(fn: dict[str, Any]) -> float:
+    """The time a function's graph ran: its calls less the time spent tracing them (which no graph rewrite
+    changes: a Keras `fit` of 16 steps spends 98% of its train function's time in its first call's tracing)."""
+    return max(0.0, fn["seconds_in_calls"] - fn.get("tracing_s", 0.0))
+
+
 def hot_functions(functions: list[dict[str, Any]]) -> list[tuple[int, float]]:
-    """(index into `functions`, share of the time in all calls) of the functions whose graphs are analysed."""
-    total = sum(f["seconds_in_calls"] for f in functions)
+    """(index into `functions`, share of the time their graphs ran) of the functions whose graphs are analysed."""
+    ran = [running_seconds(f) for f in functions]
+    total = sum(ran)
     if total <= 0:
         return []
     out: list[tuple[int, float]] = []
     covered = 0.0
-    for i in sorted(range(len(functions)), key=lambda i: -functions[i]["seconds_in_calls"]):
-        share = functions[i]["seconds_in_calls"] / total
-        if (len(out) >= MAX_FUNCTIONS or covered >= COVER or share < MIN_SHARE
-                or functions[i]["seconds_in_calls"] < MIN_SECONDS):
+    for i in sorted(range(len(functions)), key=lambda i: -ran[i]):
+        share = ran[i] / total
+        if len(out) >= MAX_FUNCTIONS or covered >= COVER or share < MIN_SHARE or ran[i] < MIN_SECONDS:
             break
         out.append((i, share))
         covered += share
@@ -106,11 +113,11 @@ def text_lines(graphs: list[dict[str, Any]], display) -> list[str]:
         where = f"  {display(g['file'])}:{g['line']}" if g.get("file") else ""
         traced = f", its last of {g['traces']} traces" if g.get("traces", 0) > 1 else ""
         if g.get("error"):
-            lines.append(f"  `{g['function']}` ({g['share']:.0%} of the time in calls{traced}): Grappler failed: "
+            lines.append(f"  `{g['function']}` ({g['share']:.0%} of the time graphs ran{traced}): Grappler failed: "
                          f"{g['error']}{where}")
             continue
         b, a = g["before"], g["after"]
-        lines.append(f"  `{g['function']}` ({g['share']:.0%} of the time in calls{traced}): {b['nodes']} nodes -> "
+        lines.append(f"  `{g['function']}` ({g['share']:.0%} of the time graphs ran{traced}): {b['nodes']} nodes -> "
                      f"{a['nodes']} after Grappler ({_top_ops(a['ops'])}){where}")
         changes = g.get("optimizers") or []
         for o in changes:

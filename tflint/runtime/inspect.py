@@ -291,9 +291,11 @@ def text_report(target: str, report: dict[str, Any], findings: list[Finding], su
         c = report.get("cache")
         if c and c.get("filled"):
             where = f" (line {c['line']})" if c.get("line") else ""
-            lines.append(f"  cache(){where}: first pass {c['first_rate']:,.0f}/s over {c['elements']:,} elements "
-                         f"(runs the stages before it and fills the cache), later passes {c['cached_rate']:,.0f}/s "
-                         "(from memory); the rates after it are of the epochs after the first")
+            later = (f"later epochs read it from memory at {c['cached_rate']:,.0f}/s (its row above)"
+                     if c.get("cached_rate") else "later epochs read it from memory")
+            lines.append(f"  cache(){where}: the first epoch runs the stages before it and fills the cache, "
+                         f"{c['first_rate']:,.0f}/s over {c['elements']:,} elements; {later}, and the rates after it "
+                         "are of those epochs")
             fb = c.get("first_epoch_bottleneck")
             if fb:
                 at = f" (line {fb['line']})" if fb.get("line") else ""

@@ -17,6 +17,7 @@ turns into `Finding`s.
 from __future__ import annotations
 
 import importlib.abc
+import io
 import json
 import os
 import runpy
@@ -28,7 +29,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Optional
 
-from .trace import is_user_file
+from .trace import is_user_file, iterator_ops, op_location
 
 
 class StopRun(BaseException):
@@ -105,7 +106,7 @@ class Observer:
         self.import_s: Optional[float] = None
         self.fits: list[Any] = []  # fit.FitRecord per `model.fit(dataset)` from the user's code
         self.syncs = None  # hostsync.SyncWatch: tensor values read back to Python by the user's lines
-        self._uninstall_fit = None
+        self._uninstalls: list[Any] = []  # the Keras patches (fit.install), Keras 3's and tf_keras's
         self._t_import = time.perf_counter()
 
     def start_tensorflow(self) -> None:
@@ -121,6 +122,7 @@ class Observer:
         from . import data
 
         data.record_sites()
+        data.time_generators()
         self.iterators = IteratorWatch(self)
         self.iterators.install()
         from .hostsync import SyncWatch
@@ -136,7 +138,13 @@ class Observer:
             return
         from . import fit
 
-        self._uninstall_fit = fit.install(self.fits)
+        self._uninstalls.append(fit.install(self.fits))
+
+    def start_tf_keras(self) -> None:
+        """Called when the script's `tf_keras` (Keras 2) has finished importing: its `fit` as Keras 3's."""
+        from . import fit
+
+        self._uninstalls.append(fit.install(self.fits, flavor="tf_keras"))
 
     def _on_call(self, fn, call, n: int, seconds: float) -> None:
         self.function_calls += 1
@@ -161,9 +169,8 @@ class Observer:
             self.iterators.uninstall()
         if self.syncs is not None:
             self.syncs.uninstall()
-        if self._uninstall_fit is not None:
-            self._uninstall_fit()
-            self._uninstall_fit = None
+        while self._uninstalls:
+            self._uninstalls.pop()()
 
 
 class _Loop:
@@ -352,6 +359,134 @@ class IteratorWatch:
         self._restore = []
 
 
+class RunProgress:
+    """`tflint run`'s progress line on a terminal, drawn by the child (where the counts are) on stderr while the
+    script runs: elapsed time, tf.function calls, and the `--steps`/`--seconds` goal. Only when stderr is a
+    terminal and the parent asked for it (a human report format); erased before the report.
+
+    The script writes to the same terminal, so the line is drawn only once the script has been quiet for a second
+    with its last line ended (a Keras progress bar redraws its own line: the two never fight), and erased before
+    the script writes again: the terminal's `sys.stdout`/`sys.stderr` are, while the script runs, text streams of
+    the same class over the same buffers whose `write` erases the line first. Output written below Python (C++
+    logs) can still land beside it."""
+
+    def __init__(self, observer: "Observer", steps: Optional[int], seconds: Optional[float]) -> None:
+        import threading
+
+        self.observer, self.steps, self.seconds = observer, steps, seconds
+        env = os.environ.get("TFLINT_PROGRESS_DELAY")  # tests set 0 to see the line at once
+        self.delay = float(env) if env else 1.0  # and the quiet time the script must have kept
+        self._start = time.monotonic()
+        self._last_write = self._start
+        self._at_line_start = True
+        self._shown = 0  # the width of the line on the terminal, 0 when none is shown
+        self._drawn = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tflint-run-progress", daemon=True)
+        self._swapped: list[tuple[str, Any, Any]] = []
+
+    def start(self) -> "RunProgress":
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            try:
+                if not stream.isatty() or type(stream) is not io.TextIOWrapper:
+                    continue
+                stream.flush()
+                mine = _Erasing(stream.buffer, encoding=stream.encoding, errors=stream.errors,
+                                line_buffering=stream.line_buffering, write_through=stream.write_through)
+            except (AttributeError, ValueError, OSError):
+                continue
+            mine.progress = self
+            setattr(sys, name, mine)
+            self._swapped.append((name, stream, mine))
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        with self._lock:
+            self._erase()
+        for name, original, mine in self._swapped:
+            try:
+                mine.flush()
+            except (ValueError, OSError):
+                pass
+            mine.progress = None
+            if getattr(sys, name) is mine:
+                setattr(sys, name, original)
+
+    def before_write(self, text: str) -> None:
+        with self._lock:
+            self._erase()
+            self._last_write = time.monotonic()
+            if text:
+                self._at_line_start = text.endswith("\n")
+
+    def _erase(self) -> None:
+        if self._shown:
+            _write_stderr("\r" + " " * self._shown + "\r")
+            self._shown = 0
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        while not self._stop.wait(0.25 if self.delay else 0.02):
+            with self._lock:
+                if self._at_line_start and time.monotonic() - self._last_write >= self.delay:
+                    self._draw()
+
+    def text(self) -> str:
+        elapsed = time.monotonic() - self._start
+        calls = self.observer.function_calls
+        text = f"tflint run: {elapsed:.0f} s"
+        if self.seconds:
+            text += f" of --seconds {self.seconds:g}"
+        text += f", {calls:,} tf.function call{'s' if calls != 1 else ''}"
+        if self.steps:
+            text += f" (--steps {self.steps})"
+        return text + "; Ctrl-C stops the script and reports"
+
+    def _draw(self) -> None:
+        text = self.text()
+        try:
+            columns = os.get_terminal_size(2).columns
+        except OSError:
+            columns = 0
+        text = text[:(columns if columns > 20 else 80) - 1]
+        if self._shown and text == self._drawn:
+            return
+        _write_stderr("\r" + text + " " * max(0, self._shown - len(text)))
+        self._shown = max(len(text), self._shown)
+        self._drawn = text
+
+
+def _write_stderr(text: str) -> None:
+    try:
+        os.write(2, text.encode("utf-8", "replace"))
+    except OSError:  # pragma: no cover - the terminal went away
+        pass
+
+
+class _Erasing(io.TextIOWrapper):
+    """A terminal's text stream whose writes erase `tflint run`'s progress line first (RunProgress)."""
+
+    progress: Optional[RunProgress] = None
+
+    def write(self, text):  # type: ignore[override]
+        progress = self.progress
+        if progress is not None:
+            progress.before_write(text)
+        return super().write(text)
+
+    def __del__(self) -> None:  # flushed, never closed: the buffer under it is the original stream's
+        try:
+            self.flush()
+        except (ValueError, OSError):
+            pass
+
+
 def _plain_name(fn) -> str:
     py = getattr(fn, "python_function", fn)
     return getattr(py, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
@@ -405,7 +540,7 @@ def _crash_site(exc: BaseException) -> Optional[tuple[str, int]]:
 
 def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
     script = os.path.abspath(payload["script"])
-    argv = [payload["script"], *payload.get("args", [])]
+    argv = [payload.get("argv0") or payload["script"], *payload.get("args", [])]  # a notebook: its own path
     steps = payload.get("steps")
     seconds = payload.get("seconds")
     # the script sees its own environment: PYTHONPATH as the user had it (tflint is already imported)
@@ -430,16 +565,21 @@ def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
         obs.start_keras()
     else:
         sys.meta_path.insert(0, keras_hook)
+    tf_keras_hook = _AfterImport("tf_keras", obs.start_tf_keras)
+    sys.meta_path.insert(0, tf_keras_hook)
     sys.argv = argv
-    sys.path[0] = os.path.dirname(script)
+    sys.path[0] = payload.get("path0") or os.path.dirname(script)
     outcome: dict[str, Any] = {"status": "finished", "exit_code": 0}
     t0 = time.perf_counter()
+    progress = RunProgress(obs, steps, seconds).start() if payload.get("progress") and os.isatty(2) else None
     disarm = _arm_timer(seconds)
     try:
         try:
             runpy.run_path(script, run_name="__main__")
         finally:
             disarm()
+            if progress is not None:  # erased before anything else is written: a traceback, the report
+                progress.stop()
     except StopRun as stop:
         outcome = {"status": "stopped", "reason": stop.reason, "exit_code": None}
     except SystemExit as exc:
@@ -466,7 +606,7 @@ def observe_script(payload: dict[str, Any]) -> dict[str, Any]:
                    "file": site[0] if site else None, "line": site[1] if site else None}
     script_s = time.perf_counter() - t0
     obs.stop()
-    for h in (hook, keras_hook):
+    for h in (hook, keras_hook, tf_keras_hook):
         if h in sys.meta_path:
             sys.meta_path.remove(h)
     try:
@@ -530,7 +670,10 @@ def _first_line(exc: BaseException) -> str:
 # The report
 # ---------------------------------------------------------------------------------------------------------------
 
-_KERAS_MARKERS = ("Trainer.", "trainer.")
+# Keras 3's step functions (`TensorFlowTrainer.make_train_function.<locals>...`), Keras 2's as tf_keras
+# (`Model.make_train_function.<locals>.train_function`)
+_KERAS_MARKERS = ("Trainer.", "trainer.", "Model.make_train_function", "Model.make_test_function",
+                  "Model.make_predict_function")
 # TFL801 in a run needs this many retraces of one function: a single one (the smaller last batch of an epoch, a
 # `training=False` evaluation call) costs one trace for the whole run
 RUN_MIN_RETRACES = 2
@@ -564,8 +707,8 @@ def build_report(obs: Observer, script: str, options: Optional[dict[str, Any]] =
     functions: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     if obs.recorder is None:
-        return {"tensorflow": None, "functions": [], "graphs": [], "iterators": [], "fits": [], "host_syncs": [],
-                "findings": [], "graphs_s": 0.0}
+        return {"tensorflow": None, "functions": [], "graphs": [], "iterators": [], "iterators_in_graph": [],
+                "fits": [], "host_syncs": [], "findings": [], "graphs_s": 0.0}
     results = obs.recorder.results()
     logs = list(obs.recorder.logs.values())
     by_code: dict[int, list[int]] = {}
@@ -609,6 +752,21 @@ def build_report(obs: Observer, script: str, options: Optional[dict[str, Any]] =
             findings.append({"code": "TFL801", "message": text, "file": loc[0] if loc else None,
                              "line": loc[1] if loc else None,
                              "extra": {**extra, "sites": [list(s) for s in sites], "tracing_s": round(trace_s, 4)}})
+    # the user's tf.functions that fetch tf.data elements inside their graph (`next(iterator)` in the step, `for x
+    # in ds` in the function): there is no Python `next()` to time, so no input-wait verdict, and the report says so
+    in_graph = []
+    for entry, tr in zip(functions, results):
+        if entry["keras"] or not tr.concrete:
+            continue
+        try:
+            ops = iterator_ops(tr.concrete[-1].graph)
+        except Exception:  # noqa: BLE001 - a graph that cannot be walked: nothing said
+            continue
+        if ops:
+            where = next((loc for loc in map(op_location, ops) if loc), None)
+            in_graph.append({"function": entry["name"], "file": entry["file"], "line": entry["line"],
+                             "fetch_file": where[0] if where else None, "fetch_line": where[1] if where else None,
+                             "note": IN_GRAPH_NOTE})
     # the same Python function wrapped in a new tf.function again and again (tf.function inside a loop)
     for idxs in by_code.values():
         if len(idxs) < 3:
@@ -644,10 +802,14 @@ def build_report(obs: Observer, script: str, options: Optional[dict[str, Any]] =
     syncs = sync_report(obs.syncs, step["calls"] if step else 0, step["name"] if step else None, findings, options,
                         _short)
     return {"tensorflow": obs.tf_version, "functions": functions, "graphs": graphs, "iterators": iterators,
-            "fits": fits, "host_syncs": syncs, "findings": findings, "graphs_s": round(graphs_s, 3)}
+            "iterators_in_graph": in_graph, "fits": fits, "host_syncs": syncs, "findings": findings,
+            "graphs_s": round(graphs_s, 3)}
 
 
 INPUT_DEFAULTS = {"input_min_wait_share": 0.5, "input_min_wait_ms": 1.0, "input_min_elements": 5}
+IN_GRAPH_NOTE = ("fetches its tf.data elements inside the graph: the wait for them happens inside the function's "
+                 "call, where Python cannot time it, so no input-wait verdict (not measured); to have it judged, "
+                 "iterate the dataset in Python (`for batch in ds: step(batch)`)")
 
 
 def input_report(obs: Observer, findings: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, Any]]:

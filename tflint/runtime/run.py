@@ -43,14 +43,27 @@ def run_script(args) -> int:
     script: str = args.script
     if not Path(script).is_file():
         return _error(f"{script}: no such file")
-    if script.endswith(".ipynb"):
-        return _error(f"{script}: a notebook; export it as a script first "
-                      "(`jupyter nbconvert --to script NOTEBOOK.ipynb`) and run that")
     fmt = _format(args)
     if args.steps is not None and args.steps < 1:
         return _error("--steps must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
         return _error("--seconds must be positive")
+    notebook = None
+    if script.endswith(".ipynb"):  # its code cells, in order, as one script (notebookrun.py)
+        from .notebookrun import NotebookRunError, prepare
+
+        try:
+            notebook = prepare(script)
+        except NotebookRunError as exc:
+            return _error(str(exc))
+    try:
+        return _run(args, script, fmt, notebook)
+    finally:
+        if notebook is not None:
+            shutil.rmtree(notebook.folder, ignore_errors=True)
+
+
+def _run(args, script: str, fmt: str, notebook) -> int:
     from ..config import ConfigError, find_pyproject
     from ..project import Project, ProjectError
 
@@ -68,8 +81,13 @@ def run_script(args) -> int:
     # through a control file in a temporary folder (never the user's project), read after the script has run.
     control_dir = tempfile.mkdtemp(prefix="tflint-run-")
     control = os.path.join(control_dir, "control.json")
+    # a progress line while the script runs: a human report on a terminal only (drawn by the child, which has the
+    # counts; observe.RunProgress)
+    progress = fmt in ("full", "concise") and _isatty(sys.stderr)
     payload = {"script": script, "args": list(args.args), "steps": args.steps, "seconds": args.seconds,
-               "pythonpath": os.environ.get("PYTHONPATH"), "control": control, "gate": gate}
+               "pythonpath": os.environ.get("PYTHONPATH"), "control": control, "gate": gate, "progress": progress}
+    if notebook is not None:  # the runnable text in a temporary folder; sys.argv[0] and sys.path[0] the notebook's
+        payload.update(script=notebook.script, argv0=script, path0=str(Path(script).resolve().parent))
     loaded: dict[str, Any] = {}
 
     def load_project() -> None:
@@ -108,7 +126,14 @@ def run_script(args) -> int:
     report["wall_s"] = round(result.wall, 3)
     raw = report.get("findings", [])
     confirm_static(raw, project)
-    findings, suppressed = to_findings(raw, default_file=script, registry=project.registry)
+    findings, suppressed = to_findings(raw, default_file=notebook.script if notebook else script,
+                                       registry=project.registry)
+    if notebook is not None:  # at the notebook's cell:row, as `check` reports a notebook
+        findings = [notebook.map_finding(f) for f in findings]
+        suppressed = [notebook.map_finding(f) for f in suppressed]
+        text_view = report  # the text report is written from the runnable file's lines, then renamed
+        report = notebook.map_report(report)
+        report["notebook"] = {"path": script, "code_cells": len(notebook.nb.code_cells), "skipped": notebook.skipped}
     findings = [f for f in findings if f.code in project.runtime_codes(f.filename)]
     # the script did not complete normally, or tflint could not observe it (a TensorFlow whose internals moved)
     failed = report.get("outcome", {}).get("status") in ("crashed", "exited") or bool(report.get("observer_errors"))
@@ -118,6 +143,14 @@ def run_script(args) -> int:
         from ..render import renderer
 
         sys.stdout.write(renderer(fmt)(findings, color=False, registry=project.registry))
+    elif notebook is not None:
+        text = text_report(script, text_view, findings, suppressed, concise=fmt == "concise",
+                           registry=project.registry)
+        if notebook.note():
+            lines = text.split("\n")
+            lines.insert(3, notebook.note())  # after the separator and the blank line under it
+            text = "\n".join(lines)
+        sys.stderr.write(notebook.rename(text))
     else:
         sys.stderr.write(text_report(script, report, findings, suppressed, concise=fmt == "concise",
                                      registry=project.registry))
@@ -149,6 +182,13 @@ def child_options(project) -> dict[str, Any]:
     from .inspect import child_options as options_of
 
     return options_of(project, _OPTION_KEYS)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _format(args) -> str:
@@ -309,7 +349,8 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             for ln in retrace_lines(fn.get("retraces", []))[:5]:
                 lines.append("  " + ln)
         lines += hotgraphs_lines(report.get("graphs") or [], _display)
-        its = report.get("iterators", [])
+        # an iterator never pulled from Python (`it = iter(ds)` handed to a tf.function): nothing timed to show
+        its = [it for it in report.get("iterators", []) if it.get("elements") or it.get("first_wait_s")]
         if its:
             lines.append("tf.data loops (time waiting in `next()` against time between elements):")
         for it in its:
@@ -321,6 +362,10 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
             lines.append(f"  loop at {where}{made}: {it['elements']} element(s), waited {it['wait_share']:.0%} "
                          f"({it['wait_ms_per_element']:.2f} ms per element, step {it['step_ms_per_element']:.2f} ms"
                          f"{own}){verdict}")
+        for g in report.get("iterators_in_graph") or []:
+            where = f"{_display(g['file'])}:{g['line']}" if g.get("file") else ""
+            fetch = f" (at {_display(g['fetch_file'])}:{g['fetch_line']})" if g.get("fetch_file") else ""
+            lines.append(f"  `{g['function']}` {where}{fetch} {g['note']}")
         fits = report.get("fits", [])
         if fits:
             lines.append("model.fit/evaluate/predict input (step under Keras's loop against the same step on batches "
@@ -333,12 +378,15 @@ def text_report(script: str, report: dict[str, Any], findings: list[Finding], su
                 kind = "PyDataset" if gen.get("kind") == "py_dataset" else "generator"
                 made = f", {kind} `{gen['name']}`" + (f" (line {gen['line']})" if gen.get("line") else "")
             if fit.get("step_ms") is None or fit.get("memory_step_ms") is None:
-                lines.append(f"  {fit.get('method', 'fit')} at {where}{made}: {fit['steps']} step(s): "
+                step = f", step {fit['step_ms']:.2f} ms" if fit.get("step_ms") is not None else ""
+                lines.append(f"  {fit.get('method', 'fit')} at {where}{made}: {fit['steps']} step(s){step}: "
                              f"{fit.get('note') or 'not measured'}")
                 continue
             verdict = "  <- input-bound" if fit.get("input_bound") else ""
             source = {"generator": "generator alone", "py_dataset": "PyDataset"}.get((gen or {}).get("kind"),
                                                                                   "pipeline alone")
+            if fit.get("pipeline_timed") == "source in the run":
+                source = "its Python generator source (timed in the run)"
             alone = (f", {source} {fit['pipeline_ms_per_batch']:.2f} ms per batch"
                      if fit.get("pipeline_ms_per_batch") is not None else "")
             lines.append(f"  {fit.get('method', 'fit')} at {where}{made}: {fit['steady_steps']} step(s), "

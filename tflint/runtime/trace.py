@@ -69,6 +69,16 @@ def _graph_operations(func_graph):
                 todo.append((sub, fname))
 
 
+# ops that pull tf.data elements inside a graph: `next(iterator)` on an iterator passed in, and what AutoGraph makes
+# of `for x in dataset` in a tf.function (a `reduce` over the dataset, or a loop on an iterator's optional)
+ITERATOR_OPS = frozenset({"IteratorGetNext", "IteratorGetNextAsOptional", "IteratorGetNextSync", "ReduceDataset"})
+
+
+def iterator_ops(func_graph) -> list[Any]:
+    """The ops of a graph (and the functions it calls) that fetch a tf.data element inside the graph."""
+    return [op for _, op in _graph_operations(func_graph) if op.type in ITERATOR_OPS]
+
+
 def source_map(func_graph) -> dict[tuple[str, str], tuple[str, int]]:
     """{(function name or "" for the main graph, node name): (file, line)} over the graph and every function it
     calls, from the ops' creation tracebacks."""

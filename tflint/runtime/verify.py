@@ -733,7 +733,9 @@ def run_verify(args) -> int:
                "settings": {"min_pairs": bench.MIN_PAIRS, "min_trial_s": bench.MIN_TRIAL_S, "noise": bench.NOISE,
                             "alpha": bench.ALPHA, "confidence": bench.CONFIDENCE,
                             "stable_spread": bench.STABLE_SPREAD, "budget_s": budget, "pairs": args.pairs,
-                            "timeout_s": args.timeout}}
+                            "timeout_s": args.timeout},
+               "verified": sum(r.status != "not run" for r in results),
+               "nothing_verified": nothing_verified(results, pending)}
         print(json.dumps(out, indent=2))
     else:
         sys.stdout.write(render_table(results, pending, skipped))
@@ -741,6 +743,26 @@ def run_verify(args) -> int:
         return EXIT_FAIL
     if any(r.status == "error" for r in results):
         return EXIT_ERROR
-    if not results and pending and "::" in args.target:
-        return EXIT_ERROR  # nothing to verify for an explicit target
+    nothing = nothing_verified(results, pending)
+    if nothing:
+        # as `check` with a path that names nothing it can check: exit 2, and the reason on stderr (a "not run"
+        # fix compared identical work: a 0 would read as "verified, no regression")
+        print(f"tflint: error: nothing was verified: {nothing}", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
+
+
+def nothing_verified(results: list[VariantResult], pending: list[tuple[Target, list[str]]]) -> Optional[str]:
+    """Why no fix was verified (no pair had a fix to apply, or every fix is in code the factory never runs), else
+    None when at least one pair was checked and timed (or found broken or not equivalent)."""
+    if any(r.status != "not run" for r in results):
+        return None
+    if not results and not pending:
+        return None
+    if results:
+        n = len(results)
+        return (f"{'the fix is' if n == 1 else f'all {n} fixes are'} in code the factory never runs, so timing would "
+                "compare identical work; point FACTORY at code that runs the changed lines, or select the rule whose "
+                "fix it exercises (--rule)")
+    return "no selected rule has a fix to apply here" + (
+        f" ({len(pending)} pair(s) pending)" if len(pending) > 1 else "")
