@@ -307,6 +307,11 @@ class Functions:
         'dataset-fn', 'called'), or None."""
         return self.tf_functions().get(id(fn))
 
+    def graph_everywhere(self, fn: cst.CSTNode) -> bool:
+        """`fn` runs as a graph function wherever it is called (decorated or wrapped by `tf.function`, a Keras step),
+        not only when a graph calls it."""
+        return self.tf_function_reason(fn) in ("decorated", "wrapped", "keras-step")
+
     def is_tf_function(self, fn: cst.CSTNode) -> bool:
         return id(fn) in self.tf_functions()
 

@@ -110,7 +110,7 @@ def _callable_kind(sem, expr: cst.BaseExpression) -> Optional[str]:
     fn = sem.functions.resolve_callable(expr)
     if fn is None:
         return None
-    return "graph" if sem.functions.tf_function_reason(fn) in ("decorated", "wrapped", "keras-step") else "plain"
+    return "graph" if sem.functions.graph_everywhere(fn) else "plain"
 
 
 def _aliases(sem) -> tuple[dict[str, str], Optional[str]]:

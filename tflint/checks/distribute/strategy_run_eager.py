@@ -77,8 +77,7 @@ class StrategyRunEager(Check):
         fn = self.functions.resolve_callable(expr)
         if fn is None or self._wrapped_value(expr):
             return False
-        # a function that is a graph function wherever it is called (not one traced only when a graph calls it)
-        return self.functions.tf_function_reason(fn) not in ("decorated", "wrapped", "keras-step")
+        return not self.functions.graph_everywhere(fn)
 
     def _plain_param(self, param: cst.Param, depth: int) -> bool:
         """Every call of the parameter's function, in this file and in the project's other modules, passes a plain

@@ -15,9 +15,9 @@ import libcst as cst
 
 from ...findings import Applicability
 from ..base import Check, NodeEdit
+from ..common import APPLY_METHODS
 from ._graph import LIST_MUTATORS, indentation, is_outer_container, spell, tensors, walk
 
-STEP_METHODS = frozenset({"apply_gradients", "minimize"})
 _CONTRIB_EAGER = re.compile(r"\bcontrib\.eager\b|\bfrom tensorflow\.contrib import eager\b")
 EFFECT_PREFIXES = ("builtins.print", "builtins.open", "builtins.input", "logging.", "time.", "tqdm.", "os.",
                    "sys.", "wandb.", "mlflow.", "absl.logging.", "json.", "pickle.", "random.", "shutil.")
@@ -29,7 +29,7 @@ def applies_update(calls) -> bool:
     variable's `assign_sub` (the hand-written SGD update of TensorFlow's low-level training tutorials:
     `w.assign_sub(lr * dw)`; dragen1860's book, four round-20 misses)."""
     methods = {c.func.attr.value for c in calls if isinstance(c.func, cst.Attribute)}
-    return bool(methods & STEP_METHODS) or {"gradient", "assign_sub"} <= methods
+    return bool(methods & APPLY_METHODS) or {"gradient", "assign_sub"} <= methods
 
 
 # precondition failures that mean the step works on host values every iteration (an RL step sampling a NumPy

@@ -149,11 +149,9 @@ class PredictInLoop(Check):
         fn = self.index.enclosing_function(node)
         if fn is None or self.functions.owner(node) is not fn:
             return None, []
-        cls = self.index.enclosing_class(fn)
         sites = []
         for call in self.index.nodes(cst.Call):
-            target = self.functions.resolve_callable(call.func)
-            if target is not fn and not (cls is not None and self._instance_call(call, cls, fn.name.value)):
+            if self.functions.resolve_callable(call.func) is not fn:  # `obj.method` through Functions.instance_class
                 continue
             loops = [lp for lp in self.index.enclosing_loops(call) if not self._runs_once_in(lp, call)]
             if loops and self.index.enclosing_function(call) is not fn:
@@ -168,16 +166,6 @@ class PredictInLoop(Check):
                     self._through[id(call)] = outer
                     return call, loops
         return None, []
-
-    def _instance_call(self, call: cst.Call, cls: cst.ClassDef, method: str) -> bool:
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == method and isinstance(func.value, cst.Name)):
-            return False
-        b = self.index.lookup(func.value.value, func.value)
-        if b is None or b.kind != "assign" or not isinstance(b.value, cst.Call) or not isinstance(b.value.func, cst.Name):
-            return False
-        cb = self.index.lookup(b.value.func.value, b.value.func)
-        return cb is not None and cb.node is cls
 
     def _runs_once_in(self, loop: cst.CSTNode, node: cst.CSTNode) -> bool:
         """The outermost iterable of a comprehension is evaluated once, before the loop (`[f(x) for x in

@@ -156,7 +156,7 @@ class GraphGrowthInSessionLoop(Check):
         (round 20: cleverhans' checkpoint converter, judged not worth acting on)."""
         for lp in self.index.enclosing_loops(call):
             if isinstance(lp, cst.For):
-                for c in nodes_under(lp.iter, cst.Call) if not isinstance(lp.iter, cst.Call) else [lp.iter]:
+                for c in nodes_under(lp.iter, cst.Call):  # (the iterable itself included)
                     name = c.func.attr.value if isinstance(c.func, cst.Attribute) else \
                         c.func.value if isinstance(c.func, cst.Name) else ""
                     if _VARIABLE_LIST.search(name):
