@@ -24,6 +24,7 @@ FunctionLike = Union[cst.FunctionDef, cst.Lambda]
 TF_FUNCTION_NAMES = frozenset({"tensorflow.function", "tensorflow.compat.v1.function"})
 PARTIAL_NAMES = frozenset({"functools.partial"})
 KERAS_STEP_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+TF_AGENTS_HOOKS = frozenset({"_train"})
 # Bases that make a class a Keras layer or model (not any keras.* class: a `KerasVariable`, a callback or an
 # optimizer subclass has no `call`/`train_step` that Keras traces, and no weights Keras tracks).
 KERAS_LAYER_MODEL_EXACT = frozenset({"keras.Model", "keras.Layer", "keras.Sequential", "keras.Functional"})
@@ -109,6 +110,8 @@ class Functions:
                 b = self.index.lookup(expr.func.value, expr.func)
                 if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
                     return self.method(b.node, "__call__")
+                if b is not None and b.kind == "def" and isinstance(b.node, cst.FunctionDef):
+                    return self.returned_closure(b.node)
             return None
         if isinstance(expr, cst.Name):
             b = self.index.lookup(expr.value, expr)
@@ -128,6 +131,28 @@ class Functions:
             if cls is not None:
                 return self.method(cls, expr.attr.value)
         return None
+
+    def returned_closure(self, factory: cst.FunctionDef) -> Optional[FunctionLike]:
+        """The nested def or lambda a factory returns, when each of its returns gives that same one:
+        `input_fn = file_based_input_fn_builder(path)` then `input_fn()` calls the builder's inner `input_fn`
+        (BERT/ALBERT's input pipelines, round 21)."""
+        found: Optional[FunctionLike] = None
+        for node in self.body_nodes(factory, cst.Return):
+            if self.owner(node) is not factory:
+                continue
+            value = node.value
+            target: Optional[FunctionLike] = None
+            if isinstance(value, cst.Lambda):
+                target = value
+            elif isinstance(value, cst.Name):
+                b = self.index.lookup(value.value, value)
+                if b is not None and b.kind == "def" and isinstance(b.node, cst.FunctionDef) \
+                        and self.index.enclosing_function(b.node) is factory:
+                    target = b.node
+            if target is None or (found is not None and target is not found):
+                return None
+            found = target
+        return found
 
     def instance_class(self, expr: cst.BaseExpression) -> Optional[cst.ClassDef]:
         """The same-file class `expr` is an instance of, when its only assignments construct it: `agent` with
@@ -367,6 +392,30 @@ class Functions:
 
     def is_keras_class(self, cls: cst.ClassDef) -> bool:
         return self._is_keras_class(cls)
+
+    def framework_hook(self, fn: cst.CSTNode) -> bool:
+        """`fn` is a method a framework calls from its own graph function: TF-Agents' `_train`, which
+        `TFAgent.train` runs through `common.function` (TF 1) and which agents' users and TF-Agents' `Learner` wrap
+        in `common.function` (TF 2). Whether it runs eagerly is not known here (round 21: google-research/rigl's
+        `SparsePPOAgent._train`, judged false as an eager step)."""
+        if not (isinstance(fn, cst.FunctionDef) and fn.name.value in TF_AGENTS_HOOKS):
+            return False
+        cls = self.index.parent(self.index.parent(fn) or fn)
+        return isinstance(cls, cst.ClassDef) and self._derives_from(cls, ("tf_agents.",))
+
+    def _derives_from(self, cls: cst.ClassDef, prefixes: tuple[str, ...], depth: int = 0) -> bool:
+        if depth > 5:
+            return False
+        for base in cls.bases:
+            q = self.names.qualified_name(base.value)
+            if q and q.startswith(prefixes):
+                return True
+            if isinstance(base.value, cst.Name):
+                b = self.index.lookup(base.value.value, base.value)
+                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef) \
+                        and self._derives_from(b.node, prefixes, depth + 1):
+                    return True
+        return False
 
     def _looks_like_strategy(self, expr: cst.BaseExpression) -> bool:
         q = self.names.qualified_name(expr)

@@ -51,7 +51,8 @@ class EagerTrainStep(Check):
             self.skip_file = True
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.functions.is_tf_function(node) or not self._is_step(node) or self._loops_inline(node):
+        if self.functions.is_tf_function(node) or self.functions.framework_hook(node) or not self._is_step(node) \
+                or self._loops_inline(node):
             return
         call = self._loop_call(node)
         if call is None:
@@ -115,6 +116,8 @@ class EagerTrainStep(Check):
         if self.functions.tf_function_of(loop) is not None:
             return
         owner = self.functions.owner(loop)
+        if owner is not None and self.functions.framework_hook(owner):
+            return  # TF-Agents' `_train`: the framework traces it
         for w in walk(loop.body, cst.With):
             if self.functions.owner(w) is not owner or not any(self._is_tape(i.item) for i in w.items):
                 continue

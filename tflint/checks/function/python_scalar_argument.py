@@ -43,6 +43,8 @@ class PythonScalarArgument(Check):
                     self._literal_sites.setdefault((id(fn), param.name.value), []).append((node, arg, lit))
                 continue
             why = self._varying(value, node)
+            if why and param is not None and self._selects_objects(fn, param):
+                continue  # `variables[ind_l]`: each value picks another object, so another graph by nature
             if why and param is not None and self._used_as_python(fn, param) and self._few_iterations(node):
                 continue  # `for idx in range(4): window(n=25 * 2 ** idx)` where `n` must be Python: traces by design
             if why:
@@ -174,6 +176,31 @@ class PythonScalarArgument(Check):
                         i == 0 and a.keyword is None and _LENGTH_CALLEE.search(self.names.call_name(call) or ""))
                     if static and any(n.value == name for n in walk(a.value, cst.Name)):
                         return True
+        return False
+
+    def _selects_objects(self, fn, param: cst.Param) -> bool:
+        """The parameter indexes a container that is neither a literal list of values nor a tensor
+        (`variables[ind_l]`, `masks[ind_l]`, `self.layers[i]` with `variables` handed in): each value selects
+        another object, a variable or layer of its own shape, so each value needs a graph of its own, and a
+        tensor index would fail (round 21: google-research/rigl's per-layer Hessian rows, judged false). Whether
+        the container is a tensor is unknown, so the finding stays silent."""
+        name = param.name.value
+        for sub in self.functions.body_nodes(fn, cst.Subscript):
+            if not (len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+                    and isinstance(sub.slice[0].slice.value, cst.Name) and sub.slice[0].slice.value.value == name):
+                continue
+            base = sub.value
+            if isinstance(base, cst.Attribute):
+                return True  # `self.layers[i]`, `model.trainable_variables[i]`
+            if not isinstance(base, cst.Name):
+                continue
+            b = self.index.lookup(base.value, base)
+            v = b.value if b is not None else None
+            if isinstance(v, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp)):
+                continue  # `SCALES = [...]`: a literal table, judged by `_used_as_python`
+            if isinstance(v, cst.Call) and (self.names.call_name(v) or "").startswith("tensorflow."):
+                continue  # a tensor: a tensor index works
+            return True  # a parameter, an import, `layers = build_layers()`: a Python structure of objects
         return False
 
     def _jit_compiled(self, fn) -> bool:

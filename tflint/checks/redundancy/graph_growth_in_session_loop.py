@@ -61,6 +61,18 @@ NO_OP_PREFIXES = (
 _VARIABLE_LIST = re.compile(r"(^|_)(vars|variables|weights|params|parameters)$", re.I)
 
 
+def _contrib_getter(qualified: str) -> bool:
+    """A `get_*` function of a `tf.contrib` library (`model_pruning`'s `get_masks()`, `framework.get_variables()`):
+    these return the graph objects the library built before, read from the graph's collections, and add no op
+    (round 21: google-research/rigl recorded its masks with `sess.run(pruning.get_masks())` in the training loop,
+    judged false). Creators are spelled `get_or_create_*`; whether another contrib getter builds ops is unknown,
+    so it stays silent."""
+    if not qualified.startswith(("tensorflow.contrib.", "tensorflow.compat.v1.contrib.")):
+        return False
+    last = qualified.rsplit(".", 1)[-1]
+    return last.startswith("get_") and not last.startswith("get_or_create")
+
+
 class GraphGrowthInSessionLoop(Check):
     code = "TFL605"
 
@@ -116,6 +128,8 @@ class GraphGrowthInSessionLoop(Check):
                 continue
             if q.startswith(NO_OP_PREFIXES) or ("tensorflow." + q[len("tensorflow.compat.v1."):]).startswith(NO_OP_PREFIXES):
                 continue  # `tf.io.gfile.glob` under `import tensorflow.compat.v1 as tf` too
+            if _contrib_getter(q):
+                continue  # `pruning.get_masks()`: a contrib library's lookup of what it built before, not an op
             if isinstance(loop, cst.For) and (call is loop.iter or loop.iter in self.index.ancestors(call)):
                 continue  # the loop's iterable is evaluated once, before the first iteration
             if any(a in growing for a in self.index.ancestors(call)):
