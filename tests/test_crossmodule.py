@@ -316,3 +316,27 @@ def test_a_step_another_module_passes_to_a_strategy_run_wrapper(tmp_path, decora
     found = {(name, row) for name, row, code in _findings([tmp_path]) if code == "TFL506"}
     assert found == ({("routines.py", 17)} if reported else set())
     assert not any(code == "TFL506" for _, _, code in _findings([pkg / "routines.py"]))
+
+
+def test_a_layer_in_a_helper_another_module_calls_from_graph_code_is_not_claimed(tmp_path):
+    """tensorflow/tensorrt: `preprocessing.swin_transformer_preprocess` builds a `Normalization` layer and is called
+    from a dataset map function in `dataloading.py`; tf.data traces that function once. Whether another module's
+    graph code is a tf.data function or a tf.function is not known in the helper's module: a layer there is not
+    reported; a `tf.Variable` is, as either kind of trace refuses or repeats it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "preprocessing.py").write_text(
+        "import tensorflow as tf\n\n\n"
+        "def normalize(image):\n"
+        "    norm = tf.keras.layers.Normalization(mean=[0.5], variance=[0.25])\n"
+        "    return norm(image)\n\n\n"
+        "def counted(image):\n"
+        "    count = tf.Variable(0)\n"
+        "    return image, count\n")
+    (tmp_path / "dataloading.py").write_text(
+        "import tensorflow as tf\nimport preprocessing\n\n\n"
+        "def parse(record):\n"
+        "    image = tf.io.decode_jpeg(record)\n"
+        "    return preprocessing.counted(preprocessing.normalize(image))\n\n\n"
+        "ds = tf.data.TFRecordDataset(['a.tfrecord']).map(parse, num_parallel_calls=4)\n")
+    found = {(name, row) for name, row, code in _findings([tmp_path]) if code == "TFL206"}
+    assert found == {("preprocessing.py", 10)}

@@ -227,7 +227,8 @@ class Functions:
 
     def tf_functions(self) -> dict[int, str]:
         """id(def or lambda) -> why it runs as a tf.function ('decorated', 'wrapped', 'keras-step',
-        'strategy-run', 'graph-fn', 'dataset-fn', 'called': from one of those, in this file or another module)."""
+        'strategy-run', 'graph-fn', 'dataset-fn', 'called': from one of those in this file, 'called-elsewhere': from
+        graph code of another module, a tf.function or a tf.data function, which is not known here)."""
         if self._tf_functions is not None:
             return self._tf_functions
         found: dict[int, str] = {}
@@ -247,7 +248,7 @@ class Functions:
                 b = bindings[-1]
                 if (b.kind == "def" and isinstance(b.node, cst.FunctionDef) and id(b.node) not in found
                         and all(x.kind == "def" for x in bindings) and self.project.called_from_graph(name)):
-                    found[id(b.node)] = "called"
+                    found[id(b.node)] = "called-elsewhere"
                     by_id[id(b.node)] = b.node
         for call in self.index.nodes(cst.Call):
             for target, why in self._graph_targets(call):

@@ -727,7 +727,9 @@ def evaluation_pipeline(sem: Semantics, call: cst.Call, p: Optional[Pipeline] = 
     arg = sem.index.parent(call)
     if isinstance(arg, cst.Arg) and arg.keyword is not None:
         names.append(arg.keyword.value)
-    if any(EVALUATION.search(n) for n in names) or eval_branch(sem, call):
+    # a name that also says training (`train_and_eval`) is no evidence of an evaluation input (google-research/
+    # simclr's `train_and_eval` builds the training pipeline)
+    if any(EVALUATION.search(n) and not _TRAINING.search(n) for n in names) or eval_branch(sem, call):
         return True
     calls = [s.call for s in (p.steps if p is not None else []) if s.call is not None] + [call]
     return any(isinstance(a.value, cst.SimpleString) and EVALUATION.search(a.value.evaluated_value or "")

@@ -11,6 +11,10 @@ from ..base import Check
 from .strategy import run_calls
 
 
+DISTRIBUTING = frozenset({"experimental_distribute_dataset", "distribute_datasets_from_function",
+                          "experimental_distribute_datasets_from_function"})
+
+
 class UndistributedDataset(Check):
     code = "TFL503"
 
@@ -64,6 +68,8 @@ class UndistributedDataset(Check):
             return None
         value = self._value(it)
         if isinstance(value, cst.Call) and self.sem.call_name(value) == "builtins.iter" and value.args:
+            if isinstance(it, cst.Name) and self._distributed_binding(it):
+                return None  # `if strategy: it = iter(distributed) else: it = iter(ds)`: which one runs is not known
             return self._dataset_text(value.args[0].value)
         if isinstance(it, cst.Name):
             b = self.index.lookup(it.value, it)
@@ -114,6 +120,19 @@ class UndistributedDataset(Check):
                 if found is not None:
                     return found
         return None
+
+    def _distributed_binding(self, name: cst.Name) -> bool:
+        """Another binding of the same name in its scope iterates a distributed dataset (NVIDIA's BERT
+        `run_squad.py`: `iter(strategy.experimental_distribute_datasets_from_function(fn))` when there is a strategy,
+        `iter(fn())` when there is none)."""
+        for b in self.index.scope_of(name).bindings.get(name.value, ()):
+            v = b.value
+            if isinstance(v, cst.Call) and self.sem.call_name(v) == "builtins.iter" and v.args:
+                inner = v.args[0].value
+                if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
+                        and inner.func.attr.value in DISTRIBUTING:
+                    return True
+        return False
 
     def _value(self, expr: cst.BaseExpression) -> cst.BaseExpression:
         if isinstance(expr, cst.Name):

@@ -42,8 +42,11 @@ class VariableCreatedInFunction(Check):
         fn = graph_function(self, node)
         if fn is None or self._guarded(node, fn):
             return
-        if self.functions.tf_function_reason(fn) == "dataset-fn" and not what.startswith("`tf.Variable"):
-            return  # tf.data traces its function once: a stateless layer built there is built once
+        if self.functions.tf_function_reason(fn) in ("dataset-fn", "called-elsewhere") and not what.startswith("`tf.Variable"):
+            # tf.data traces its function once: a stateless layer built there is built once; from another module's
+            # graph code, whether that is a tf.data function (tensorflow/tensorrt's per-model preprocessing, called
+            # from a dataset map in dataloading.py) or a tf.function is not known here
+            return
         if self._called_once(fn):
             return  # a local tf.function called once (a unit test of graph-mode creation): one trace, one object
         self.report(node, f"{what} created inside a graph function: a tf.function may create variables only on its "
