@@ -8,7 +8,7 @@ import pytest
 
 from test_cli import run_tflint
 from tflint.engine import Settings
-from tflint.pins import allows, pins_for, pins_for_folder, pins_of_text, tf1_style
+from tflint.pins import allows, pins_for, pins_for_folder, pins_of_text, tf1_style, unpinned_requirement
 from tflint.project import Project
 
 
@@ -76,9 +76,30 @@ def test_tensorflow_addons_means_keras_2():
 
 
 def test_nothing_pinned_is_no_pins():
-    assert pins_of_text([("requirements.txt", "numpy\ntensorflow\n")]) is None
+    assert pins_of_text([("requirements.txt", "numpy\ntensorflow\n")]) is None  # see unpinned_requirement
     assert pins_of_text([("requirements.txt", "# tensorflow==1.15\nnumpy\n")]) is None
-    assert not allows(">=2.4", (2, 3)) and allows(">=2.4,<3", (2, 21))
+    # a package's own setup.py leaves the release to its users; `tensorflow-gpu`'s last release (2.12) refuses to
+    # install, so an unpinned one says nothing about what runs
+    assert pins_of_text([("setup.py", "install_requires=['numpy', 'tensorflow']")]) is None
+    assert pins_of_text([("requirements.txt", "numpy\ntensorflow-gpu\n")]) is None
+
+
+def test_an_unpinned_tensorflow_requirement_installs_the_newest_release(tmp_path):
+    """`pip install -r requirements.txt` with `tensorflow` listed without a version installs the newest release,
+    Keras 3 with it (round 22: hunkim/DeepLearningZeroToAll's TF2 labs call `SGD(lr=0.1)`, which Keras 3 rejects).
+    Any folder up to the repository root that pins a release wins over it."""
+    pins = unpinned_requirement([("requirements.txt", "numpy\ntensorflow\n")])
+    assert pins.tensorflow == pins.oldest == (2, 21) and not pins.keras2 and "no version" in pins.source
+    assert unpinned_requirement([("requirements/base.txt", "tensorflow-cpu\n")]).tensorflow == (2, 21)
+    assert unpinned_requirement([("setup.py", "'tensorflow'"), ("requirements.txt", "tensorflow-gpu\n")]) is None
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "labs").mkdir()
+    (tmp_path / "labs" / "requirements.txt").write_text("numpy\ntensorflow\n")
+    pins_for_folder.cache_clear()
+    assert pins_for(str(tmp_path / "labs" / "train.py")).tensorflow == (2, 21)
+    (tmp_path / "setup.py").write_text("install_requires=['tensorflow>=2.4,<2.11']\n")
+    pins_for_folder.cache_clear()
+    assert pins_for(str(tmp_path / "labs" / "train.py")).tensorflow == (2, 10)
 
 
 def test_the_nearest_folder_that_names_tensorflow_up_to_the_repository_root(tmp_path):
@@ -135,6 +156,8 @@ def test_keras_2_projects_get_no_keras_3_removals(tmp_path):
     pinned = _project(tmp_path / "a", "tensorflow>=2.9,<2.16\n", KERAS2_CODE)
     unpinned = _project(tmp_path / "b", None, KERAS2_CODE)
     assert _json(unpinned, "--select", "TFL302", "m.py") == []  # which Keras it runs is unknown: silent
+    listed = _project(tmp_path / "c", "tensorflow\n", KERAS2_CODE)  # listed without a version: the newest installs
+    assert [f["code"] for f in _json(listed, "--select", "TFL302", "m.py")] == ["TFL302"]
     assert _json(pinned, "--select", "TFL302", "m.py") == []
     # `target-version` in the configuration wins over the pins
     (pinned / "pyproject.toml").write_text('[tool.tflint]\ntarget-version = "2.21"\n')

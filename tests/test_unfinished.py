@@ -68,6 +68,14 @@ def test_python2_message_decides():
     (["epochs= ?   # Replace ? with an integer."], 1),
     (["pos = df[ ? ] # Replace the ? with a way to filter"], 1),
     (["METRICS = [", "      tf.keras.metrics.AUC(),", "      ?  # write code here", "]"], 3),
+    # dots where the code goes (pkmital/CADL's homework notebooks, round 22)
+    (["convolved = utils.convolve(..."], 1),
+    (["X = tf.placeholder(name='X'..."], 1),
+    (["net = .."], 1),
+    (["optimizer = tf.train....minimize(cost)"], 1),
+    (["... DO SOMETHING AWESOME ! ..."], 1),
+    (["loss = utils.binary_cross_entropy(D_real, ..."], 1),
+    (["with scope('real'):", "    loss = f(D_real, ...", "with scope('fake'):"], 3),
 ])
 def test_exercise_blanks(lines, row):
     assert exercise_blank(lines, row)
@@ -92,6 +100,8 @@ def test_block_whose_body_is_a_todo():
     (["value = None", "y = (None,"], 2),
     (["x = (1, y??"], 1),  # IPython's help syntax, not a blank
     (["y = (x < 1) > (2"], 1),  # comparisons, not an angle-bracket placeholder
+    (["x = y.", "z = 1"], 1),  # one dot is a typo
+    (["x = [1, ...", "z = (2,"], 2),  # dots on another line than the error
 ])
 def test_real_mistakes_are_not_blanks(lines, row):
     assert not exercise_blank(lines, row)

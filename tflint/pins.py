@@ -187,6 +187,27 @@ def pins_of_text(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
     return Pins(target, keras2, source, keras_version, oldest)
 
 
+UNPINNED_LATEST = frozenset({"tensorflow", "tensorflow-cpu"})
+
+
+def unpinned_requirement(texts: Iterable[tuple[str, str]]) -> Optional[Pins]:
+    """`tensorflow` listed with no version in a requirements file: `pip install -r requirements.txt` installs the
+    newest release, and Keras 3 with it (round 22: hunkim/DeepLearningZeroToAll's TF2 labs call `SGD(lr=0.1)`,
+    which Keras 3 rejects; judged a miss, as Hvass-Labs' tutorials were before). The weakest evidence there is:
+    taken only when no folder up to the repository's root pins a release, by its project files, Markdown or job
+    scripts. Not `tensorflow-gpu` (its last release, 2.12, is an installer that refuses to install) nor other
+    builds, and not a package's setup.py, whose users choose the release."""
+    for fname, text in texts:
+        if "requirements" not in fname or not fname.endswith((".txt", ".in")):
+            continue
+        for name, spec in requirements(text):
+            if name in UNPINNED_LATEST and not spec:
+                newest = RELEASES[-1]
+                return Pins(newest, False, f"{fname}: tensorflow with no version (pip installs the newest, "
+                                           f"{newest[0]}.{newest[1]})", None, newest)
+    return None
+
+
 _DOCKER_IMAGE = re.compile(r"\btensorflow/tensorflow:(\d+\.\d+(?:\.\d+)?)(?:-[\w.-]+)?")
 # Google Cloud's Deep Learning images and Vertex AI's prebuilt containers name their release:
 # `gcr.io/deeplearning-platform-release/tf2-gpu.2-3`, `us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-1:latest`,
@@ -364,13 +385,16 @@ def pins_for_folder(folder: Path, jobs: bool = True) -> Optional[Pins]:
     repository's root (a folder holding `.git`). A folder whose project files name no TensorFlow release gets it
     from the `pip install` lines of its Markdown, when those agree on one, else (with `jobs`, for code a training
     job runs, not a notebook) from the runtime its job scripts submit to."""
+    listed: Optional[Pins] = None  # the nearest folder that lists `tensorflow` with no version
     for d in [folder, *folder.parents]:
         found = _pins_here(d, jobs)
         if found is not None:
             return found
+        if listed is None:
+            listed = unpinned_requirement(_project_texts(d))
         if (d / ".git").exists():
-            return None
-    return None
+            break
+    return listed
 
 
 def _clear_pins() -> None:

@@ -8,7 +8,8 @@ to parse on purpose, and the judges of the real-code ledger called every such fi
   old project's files that ran under the interpreter they were written for. Python 3 cannot analyse them; the code
   is older than the parser, not broken.
 - **An exercise blank**: `x = # TODO`, `preds =` under `# YOUR CODE HERE`, `<insert artifact ID here>`,
-  `model = ___`: a template the reader completes (the course's solution file holds the finished code).
+  `model = ___`, `h = tf.matmul(...`: a template the reader completes (the course's solution file holds the
+  finished code).
 - **R in a Python notebook**: cells of R (`fit <- glmnet(...)`, `gfile::GFile(...)`, `data$county`) in a
   notebook saved with a Python kernel, which its author runs after switching the runtime to R (round 15: 11
   findings in TensorFlow Probability's notebooks, all judged wrong). Only notebook cells are read this way.
@@ -53,6 +54,10 @@ _PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*\s[^<>\n]*>|\b_{3,}\b|\?\?\?|(?<![\
                           # `<gen(noise)>`, `<YOUR_EMAIL>` standing where a value goes (hse-aml's course, round 20)
                           r"|(?:(?<=[=(\[,:])|^)\s*<[A-Za-z_][^<>\n]*>\s*(?=[)\],#]|$)")
 _UNFINISHED = re.compile(r"^\s*[\w.\[\]'\", =]+=\s*$")  # `label_i =`, `preds, labels =`, `x = y =`
+# dots where the reader's code goes, on the line that fails: `utils.convolve(...`, `tf.placeholder(name='X'...`,
+# `net = ..`, `tf.train....minimize(cost)`, `... DO SOMETHING AWESOME ! ...` (round 22: pkmital/CADL's homework
+# notebooks, 17 such cells judged not worth a look); a line that fails cannot end in dots by accident
+_DOTS_BLANK = re.compile(r"\.\.\.?\s*$|\.{4,}|^\s*\.\.\.\s*[A-Za-z]")
 # `None` where the reader's name goes (`def None():`, `None.None(...)`, `label_encoder.None`): graded-assignment
 # skeletons; and the region such a skeleton marks for the reader's code (`### START CODE HERE` ... `### END CODE
 # HERE`), however long
@@ -85,8 +90,11 @@ def exercise_blank(lines: Sequence[str], row: int, message: str = "") -> bool:
     marker inside the block the error message names (`expected an indented block after 'with' statement on line
     81`)."""
     line = _code_part(lines[row - 1]) if 0 < row <= len(lines) else ""
-    if _PLACEHOLDER.search(line) or _UNFINISHED.match(line) or _NONE_BLANK.search(line):
+    if _PLACEHOLDER.search(line) or _UNFINISHED.match(line) or _NONE_BLANK.search(line) or _DOTS_BLANK.search(line):
         return True
+    before = next((_code_part(ln) for ln in reversed(lines[:row - 1]) if ln.strip()), "")
+    if _DOTS_BLANK.search(before) and before.count("(") > before.count(")"):
+        return True  # `loss = f(D_real, ...` left open: CPython stops at the next line
     for ln in reversed(lines[:row]):
         if _REGION_END.search(ln):
             break

@@ -22,6 +22,10 @@ _CANONICAL_PREFIXES = (
     ("tensorflow._api.v2.", "tensorflow."),
     ("tensorflow.python.keras.", "keras."),
     ("tensorflow.keras.", "keras."),
+    # TF 2's top-level alias of the Keras optimizers (`tf.optimizers.SGD` is `keras.src.optimizers.sgd.SGD` on TF
+    # 2.21; TF 1.15's v1 API has no `optimizers` module: read from the tensorflow-cpu 1.15.0 wheel's _api/v1/v1.py).
+    # Not `tf.losses`/`tf.metrics`, which are TensorFlow's own in TF 1.
+    ("tensorflow.optimizers.", "keras.optimizers."),
     ("tf_keras.", "keras."),
     ("keras.src.", "keras."),
     ("keras._tf_keras.keras.", "keras."),
@@ -29,6 +33,7 @@ _CANONICAL_PREFIXES = (
 _CANONICAL_EXACT = {
     "tensorflow.compat.v2": "tensorflow",
     "tensorflow.keras": "keras",
+    "tensorflow.optimizers": "keras.optimizers",
     "tf_keras": "keras",
 }
 

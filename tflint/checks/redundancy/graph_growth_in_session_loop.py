@@ -57,6 +57,9 @@ NO_OP_PREFIXES = (
 )
 
 
+# lookups of an existing graph element by name: `g.get_tensor_by_name(name)`, `model.get_layer(name)`
+GRAPH_LOOKUPS = frozenset({"get_tensor_by_name", "get_operation_by_name", "get_layer", "as_graph_element"})
+
 # calls that list a model's variables: `tf.global_variables()`, `model.get_vars()`, `net.trainable_weights()`
 _VARIABLE_LIST = re.compile(r"(^|_)(vars|variables|weights|params|parameters)$", re.I)
 
@@ -116,6 +119,8 @@ class GraphGrowthInSessionLoop(Check):
             return  # at most a handful of copies (a two-setting test, a ten-iteration demo): the graph stays bounded
         if self._finalized_before(node):
             return  # `graph.finalize()` earlier in the function: TensorFlow raises on any op added to it
+        if self._per_graph_element(loop):
+            return  # one saliency op per layer of the graph, run once each: bounded by the graph it walks
         owner = self.functions.owner(node)
         growing = []
         for call in self.index.nodes(cst.Call):
@@ -177,6 +182,21 @@ class GraphGrowthInSessionLoop(Check):
                         return True
             if lp is outer:
                 break
+        return False
+
+    def _per_graph_element(self, loop) -> bool:
+        """The loop walks the graph's own elements: its body looks up a tensor, operation or layer named by the loop
+        variable (`for name in features: layer = g.get_tensor_by_name(name + ':0')`), so each iteration builds
+        ops on a different existing tensor, once, and the growth is bounded by the graph it walks (round 22:
+        pkmital/CADL's per-layer saliency maps and per-layer dream losses, 10 findings judged false)."""
+        if not isinstance(loop, cst.For):
+            return False
+        targets = {n.value for n in nodes_under(loop.target, cst.Name)}
+        for call in nodes_under(loop.body, cst.Call):
+            f = call.func
+            if isinstance(f, cst.Attribute) and f.attr.value in GRAPH_LOOKUPS and any(
+                    n.value in targets for a in call.args for n in nodes_under(a.value, cst.Name)):
+                return True
         return False
 
     def _variable_assign(self, call: cst.Call) -> bool:
