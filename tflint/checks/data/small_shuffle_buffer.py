@@ -25,6 +25,11 @@ KEEPING = ("map", "filter", "repeat", "prefetch", "cache", "take", "skip", "with
            "shard", "enumerate", "map_with_legacy_function", "filter_with_legacy_function")
 
 
+# makers of an array or tensor of a given shape: the first dimension is the number of slices
+SHAPED_MAKERS = frozenset({"uniform", "normal", "truncated_normal", "zeros", "ones", "rand", "randn", "random",
+                           "empty", "full"})
+
+
 class SmallShuffleBuffer(Check):
     code = "TFL120"
     training_input = True
@@ -86,6 +91,34 @@ class SmallShuffleBuffer(Check):
                 return True
         return False
 
+    def _leading_size(self, expr: cst.BaseExpression, depth: int) -> Optional[int]:
+        """The length of what `from_tensor_slices` slices, when the code spells it: a literal list, a name bound to
+        one, a tuple or dict of them (the first item's), or a tensor made with a literal shape
+        (`tf.random.uniform((10, 10))`, `np.zeros([3, 2])`): round 22, TensorFlow's guides shuffle 3 and 10
+        elements with `shuffle(10)`, a full shuffle (judged false)."""
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.List):
+            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return None
+            return len(expr.elements)
+        if isinstance(expr, cst.Tuple) and expr.elements:
+            return self._leading_size(expr.elements[0].value, depth + 1)
+        if isinstance(expr, cst.Dict) and expr.elements and isinstance(expr.elements[0], cst.DictElement):
+            return self._leading_size(expr.elements[0].value, depth + 1)
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is not None and b.kind == "assign" and b.value is not None and b.value is not expr:
+                return self._leading_size(b.value, depth + 1)
+            return None
+        if isinstance(expr, cst.Call):
+            q = self.sem.call_name(expr) or ""
+            if q.rsplit(".", 1)[-1] in SHAPED_MAKERS and q.startswith(("tensorflow.", "numpy.")):
+                shape = get_arg(expr, "shape", 0)
+                if shape is not None and isinstance(shape.value, (cst.Tuple, cst.List)) and shape.value.elements:
+                    return constant_int(self.sem, shape.value.elements[0].value)
+        return None
+
     def _known_size(self, p: Pipeline) -> Optional[int]:
         """At most how many elements reach the shuffle, when the code says so: `range(n)`, `from_tensor_slices` of a
         literal list, times a literal `repeat(k)`, capped by a `take(n)`. None when unknown or endless."""
@@ -96,9 +129,8 @@ class SmallShuffleBuffer(Check):
             first = src.args[0].value
             if q.endswith("Dataset.range") and len([a for a in src.args if a.keyword is None]) == 1:
                 size = constant_int(self.sem, first)
-            elif q.endswith("from_tensor_slices") and isinstance(first, cst.List):
-                if not any(isinstance(e, cst.StarredElement) for e in first.elements):
-                    size = len(first.elements)
+            elif q.endswith("from_tensor_slices"):
+                size = self._leading_size(first, 0)
         for s in p.steps[1:]:
             if s.call is None:
                 continue

@@ -35,6 +35,8 @@ class EagerModeForced(Check):
             arg = get_arg(node, "run_eagerly", 0)
             if arg is None or literal_value(arg.value) is not True or self._conditional(node):
                 return
+            if self._switched_back(node):
+                return  # `run_functions_eagerly(False)` later: a demonstration of eager mode, then graphs again
             self._remove_statement(node, f"`{self.code_for(node.func)}(True)` forces eager execution: {MESSAGE_TAIL}")
             return
         func = node.func
@@ -59,6 +61,21 @@ class EagerModeForced(Check):
             self.report(node, f"`compile(run_eagerly=True)`: {MESSAGE_TAIL}", start_node=arg.keyword,
                         replacement=node.with_changes(args=new_args), applicability=Applicability.UNSAFE,
                         fix_message="Remove `run_eagerly=True`" + EAGER_NOTE)
+
+    def _switched_back(self, node: cst.Call) -> bool:
+        """A later `run_functions_eagerly(False)` in the same function or module (a notebook's cells are one module):
+        eager mode is switched on to show or debug something and off again (round 22: TensorFlow's "Introduction to
+        graphs" guide, 2 findings judged false)."""
+        owner = self.functions.owner(node)
+        at = self.index.order_of(self.index.statement_of(node))
+        for call in self.index.nodes(cst.Call):
+            if call is node or self.names.call_name(call) not in RUN_EAGERLY or self.functions.owner(call) is not owner:
+                continue
+            arg = get_arg(call, "run_eagerly", 0)
+            if arg is not None and literal_value(arg.value) is False \
+                    and self.index.order_of(self.index.statement_of(call)) > at:
+                return True
+        return False
 
     def _true_by_default(self, value: cst.BaseExpression):
         """The name of the enclosing function's parameter `value` is, when its default is the literal True."""

@@ -14,6 +14,7 @@ from typing import Optional
 import libcst as cst
 
 from ...findings import Applicability
+from ...semantics import get_arg
 from ..base import Check, NodeEdit
 from ..common import APPLY_METHODS
 from ._graph import LIST_MUTATORS, indentation, is_outer_container, spell, tensors, walk
@@ -168,7 +169,8 @@ class EagerTrainStep(Check):
                     return f"it assigns `{self.code_for(t.target)}` (a Python side effect)"
         if not has_tf:
             return "it does no TensorFlow computation"
-        found = self._host_values_in_helpers(fn) or self._host_values_in_passed_functions(fn)
+        found = (self._host_values_in_helpers(fn) or self._host_values_in_passed_functions(fn)
+                 or self._python_state_in_passed_instances(fn))
         if found is None and shown is not None:
             return (f"it reads `{self.code_for(shown)}` back to Python where the tensor itself would do (printed "
                     "with `tf.print`, logged to `tf.summary` or assigned to a variable): drop the read, then "
@@ -246,6 +248,38 @@ class EagerTrainStep(Check):
                         read = "calls NumPy on its arguments"
                     if read is not None:
                         return f"it calls `{a.value.value}` (passed in at a call site), which {read}"
+        return None
+
+    def _python_state_in_passed_instances(self, fn: cst.FunctionDef) -> Optional[str]:
+        """A call site passes the step an instance of a same-file class (`train_step(..., optimizer=Adam())`) whose
+        method the step calls updates Python state on the instance (`self.t += 1.` in a hand-written Adam's
+        `apply_gradients`): inside a `tf.function` that runs only while tracing, so the compiled step would keep
+        t at its first value (round 22: TensorFlow's own core-API MLP guide, judged false)."""
+        positional = list(fn.params.posonly_params) + list(fn.params.params)
+        receivers: dict[str, list[str]] = {}
+        for call in self.functions.calls_in(fn):
+            f = call.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
+                receivers.setdefault(f.value.value, []).append(f.attr.value)
+        params = [(i, p) for i, p in enumerate(positional) if p.name.value in receivers]
+        if not params:
+            return None
+        for site, _ in tensors(self).call_sites(fn):
+            for i, param in params:
+                arg = get_arg(site, param.name.value, i)
+                cls = self.functions.instance_class(arg.value) if arg is not None else None
+                if cls is None:
+                    continue
+                for method_name in receivers[param.name.value]:
+                    method = self.functions.method(cls, method_name)
+                    if method is None:
+                        continue
+                    for aug in self.functions.body_nodes(method, cst.AugAssign):
+                        t = aug.target
+                        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                            return (f"it calls `{param.name.value}.{method_name}` (`{cls.name.value}`, passed in at a "
+                                    f"call site), which updates Python state (`{self.code_for(aug).strip()}`) that a "
+                                    "graph would update only while tracing")
         return None
 
     def _retrace_risk(self, fn: cst.FunctionDef) -> Optional[str]:

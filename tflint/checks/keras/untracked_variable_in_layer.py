@@ -32,6 +32,9 @@ class UntrackedVariableInLayer(Check):
         if cls is None or fn is None or not keras3_established(self.ctx, self.index) \
                 or not self.functions.is_keras_class(cls):
             return
+        if any((self.names.qualified_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or
+                "").endswith("track_tf1_style_variables") for d in fn.decorators):
+            return  # TF's TF1-migration shim tracks the variables `call` creates (round 22: TensorFlow's guide, false)
         message = (f"`self.{target.attr.value} = tf.Variable(...)` in a Keras 3 layer: Keras does not track "
                    "`tf.Variable`s, so it is missing from `trainable_weights`, never trained by `fit` and not saved; "
                    "use `self.add_weight(...)`")
