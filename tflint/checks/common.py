@@ -283,6 +283,15 @@ def _bound(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> Optional
         if upper is not None and lower is not None and upper >= 0 and lower >= 0 and s.step is None:
             return max(upper - lower, 0)
         return None
+    if isinstance(expr, cst.Name):
+        # `epochs = range(10)` ... `for epoch in epochs:` (the name's only binding in its scope)
+        b = sem.index.lookup(expr.value, expr)
+        if b is None or b.kind != "assign" or b.value is None or b.scope is None:
+            return None
+        scope = sem.index.scopes.get(id(b.scope))
+        if scope is None or len(scope.bindings.get(expr.value, ())) != 1:
+            return None
+        return _bound(sem, b.value, depth + 1)
     if not isinstance(expr, cst.Call):
         return None
     q = sem.call_name(expr)
