@@ -554,13 +554,34 @@ def in_compat_code(sem: Semantics, node: cst.CSTNode) -> bool:
                 if names & COMPAT_EXCEPTIONS:
                     return True
         elif isinstance(anc, (cst.If, cst.IfExp)):
-            if prev is not anc.test and _COMPAT_TEST.search(sem.module.code_for_node(anc.test)):
+            if prev is not anc.test and _version_test(sem, anc.test):
                 return True
         elif isinstance(anc, cst.Call) and isinstance(prev, cst.Arg):
             q = sem.call_name(anc)
             if q in ("builtins.isinstance", "builtins.issubclass") and isinstance(prev.value, cst.Tuple):
                 return True
         prev = anc
+    return False
+
+
+_VERSION_LITERAL = re.compile(r"^\d+\.\d+(\.\d+)?")
+
+
+def _version_test(sem: Semantics, test: cst.BaseExpression) -> bool:
+    """The test of an `if` asks which TensorFlow/Keras it runs on: it spells a version or feature check
+    (`hasattr`, `__version__`, `tf2`, ...), compares with a version string (`cur_tf_ver == '2.0.0'`), or reads a
+    name bound to such a check (`cur_tf_ver = tf.__version__`: round 23, moono/stylegan2-tf-2.x calls
+    `experimental_run_v2` on TF 2.0.0, which has no `strategy.run`; 5 findings judged false)."""
+    if _COMPAT_TEST.search(sem.module.code_for_node(test)):
+        return True
+    for s in nodes_under(test, cst.SimpleString):
+        if isinstance(s.evaluated_value, str) and _VERSION_LITERAL.match(s.evaluated_value):
+            return True
+    for n in nodes_under(test, cst.Name):
+        b = sem.index.lookup(n.value, n)
+        if b is not None and b.kind in ("assign", "annassign") and b.value is not None \
+                and _COMPAT_TEST.search(sem.module.code_for_node(b.value)):
+            return True
     return False
 
 

@@ -45,6 +45,8 @@ class PredictInLoop(Check):
         if not is_model_value(self.sem, func.value) and not self._trained_alongside(func.value, loops[0]) \
                 and not self._submodel(func.value):
             return
+        if self._own_predict(func.value):
+            return  # the model class defines its own `predict`: not Keras's predict loop
         x = get_arg(node, "x", 0)
         if x is not None and self.datasets.is_dataset(x.value):
             return  # `predict(test_ds)`: a whole dataset per call is what `predict` is for
@@ -90,6 +92,24 @@ class PredictInLoop(Check):
                         applicability=Applicability.UNSAFE)
         else:
             self.report(node, message, start_node=func.attr)
+
+    def _own_predict(self, receiver: cst.BaseExpression) -> bool:
+        """The receiver's class, a same-file Keras model subclass, defines `predict` itself (or a same-file base of
+        it does): `self.predict(inputs)` in microsoft/recommenders' SASREC is its own eager forward pass, not Keras's
+        predict loop (round 23, 2 findings judged false; the suggested `predict_on_batch` would run `call`)."""
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            cls = self.index.enclosing_class(receiver)
+        else:
+            cls = self.functions.instance_class(receiver)
+        seen = 0
+        while cls is not None and seen < 5:
+            if self.functions.method(cls, "predict") is not None:
+                return True
+            base = next((b.value for b in cls.bases if isinstance(b.value, cst.Name)), None)
+            bb = self.index.lookup(base.value, base) if base is not None else None
+            cls = bb.node if bb is not None and bb.kind == "class" and isinstance(bb.node, cst.ClassDef) else None
+            seen += 1
+        return False
 
     def _batches_object(self, x: cst.BaseExpression) -> bool:
         """`x` is made by a class of this file that subclasses `keras.utils.Sequence`/`PyDataset`, by a generator
