@@ -13,6 +13,11 @@ CONCAT = frozenset({
 })
 
 
+# constructors of layers and variables: a loop that calls them builds a model
+LAYER_PREFIXES = ("keras.layers.", "tensorflow.layers.", "tensorflow.compat.v1.layers.", "tensorflow.contrib.layers.",
+                  "tensorflow.keras.layers.")
+
+
 class TensorGrowthInLoop(Check):
     code = "TFL604"
 
@@ -31,9 +36,28 @@ class TensorGrowthInLoop(Check):
         loops = [lp for lp in self.index.enclosing_loops(node) if isinstance(lp, (cst.For, cst.While))]
         if not loops or not self._only_grown(name, node, loops[0]) or self._fed_back(name, node, loops[0]):
             return
+        if self._builds_layers(loops[0]):
+            return  # one layer per iteration (a CBHG bank of K convolutions): its compute outweighs the copy
         self.report(call, f"`{name}` grows by concatenation in a loop: every iteration copies everything gathered so "
                           "far (O(n²) copies in total); append the pieces to a Python list and concatenate once after "
                           "the loop (or use `tf.TensorArray` inside a tf.function)")
+
+    def _builds_layers(self, loop: cst.CSTNode) -> bool:
+        """Each iteration builds a layer: it opens a variable scope (`with tf.variable_scope('num_%d' % k):`) or
+        constructs a Keras/TF1 layer or variable. The pieces are the architecture's (K banks, N branches), a
+        fixed count, and each iteration's layer computes more than its output's copy costs (round 23:
+        huseinzol05's Tacotron CBHG banks, 5 findings judged not worth acting on)."""
+        body = getattr(loop, "body", None)
+        if body is None:
+            return False
+        owner = self.functions.owner(loop)
+        for call in self.index.nodes_inside(body, cst.Call):
+            if self.functions.owner(call) is not owner:
+                continue
+            q = self.sem.call_name(call) or ""
+            if q.endswith(("variable_scope", ".get_variable")) or q.startswith(LAYER_PREFIXES):
+                return True
+        return False
 
     def _fed_back(self, name: str, assign: cst.Assign, loop: cst.CSTNode) -> bool:
         """The loop reads the accumulated tensor for more than growing it (autoregressive generation feeds the
