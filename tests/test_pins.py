@@ -644,3 +644,23 @@ def test_the_runtime_a_folder_submits_its_trainer_to(tmp_path):
     (yaml_project / "config.yaml").write_text("trainingInput:\n  scaleTier: BASIC\n")
     pins_for_folder.cache_clear()
     assert pins_for(str(yaml_project / "trainer" / "model.py")) is None
+
+
+def test_a_readme_environment_line_wins_over_an_unpinned_requirement(tmp_path):
+    """yu4u/age-gender-estimation lists `tensorflow` with no version in requirements.txt and documents its
+    environment as "Ubuntu 16.04, Python 3.6.9, Tensorflow 2.3.0, CUDA 10.01, cuDNN 7.6": the project's own word is
+    TF 2.3, so its Keras 2 `Adam(lr=...)` is not reported as broken on Keras 3. A sentence without a Python release
+    beside it is no environment line."""
+    from tflint.pins import prose_pins
+
+    assert prose_pins("- Ubuntu 16.04, Python 3.6.9, Tensorflow 2.3.0, CUDA 10.01, cuDNN 7.6") == "tensorflow==2.3.0"
+    assert prose_pins("* python 3.6, tensorflow-gpu 1.13.1; keras 2.2.4") == "tensorflow==1.13.1"
+    assert prose_pins("We use TensorFlow 2.3 for the experiments.") == ""
+    code = "import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=0.01)\n"
+    project = _project(tmp_path / "env", "numpy\ntensorflow\n", code)
+    (project / "README.md").write_text("## Dependencies\n- Ubuntu 16.04, Python 3.6.9, Tensorflow 2.3.0, CUDA 10.01\n")
+    pins_for_folder.cache_clear()
+    assert _json(project, "--select", "TFL302", "m.py") == []
+    (project / "README.md").write_text("## Dependencies\nSee requirements.txt.\n")
+    pins_for_folder.cache_clear()
+    assert [f["code"] for f in _json(project, "--select", "TFL302", "m.py")] == ["TFL302"]

@@ -365,6 +365,13 @@ _PROSE_LIST_ITEM = re.compile(
     r"^\s*(?:[-*+]|\d+\.)\s+(?:\*\*|`)?tensorflow(?:-gpu)?(?:\*\*|`)?\s*(==|>=|\s)\s*v?(\d+\.\d+(?:\.\d+)?)"
     r"(?:\*\*|`)?\s*$", re.I | re.M)
 
+# A tested environment spelled as one comma-separated line that names Python and TensorFlow releases
+# (`- Ubuntu 16.04, Python 3.6.9, Tensorflow 2.3.0, CUDA 10.01, cuDNN 7.6`: yu4u/age-gender-estimation, whose
+# requirements.txt lists `tensorflow` with no version)
+_PROSE_ENV_LINE = re.compile(
+    r"^(?=[^\n]*\bpython\s+v?\d+\.\d+)[^\n]*?(?:^|,|;|\s)\s*(?:\*\*|`)?tensorflow(?:-gpu)?(?:\*\*|`)?\s+v?"
+    r"(\d+\.\d+(?:\.\d+)?)\b(?=\s*(?:,|;|$))", re.I | re.M)
+
 
 def prose_pins(text: str) -> str:
     """Requirements a README states in words: "tested with TensorFlow 1.13.1" (that release), "TensorFlow 2.4 or
@@ -376,6 +383,7 @@ def prose_pins(text: str) -> str:
     out += [f"tensorflow=={m.group(1)}" for m in _PROSE_ENTERPRISE.finditer(text)]
     out += [f"tensorflow{m.group(1) if m.group(1).strip() else '=='}{m.group(2)}"
             for m in _PROSE_LIST_ITEM.finditer(text)]
+    out += [f"tensorflow=={m.group(1)}" for m in _PROSE_ENV_LINE.finditer(text)]
     return "\n".join(dict.fromkeys(out))
 
 
