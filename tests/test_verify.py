@@ -137,24 +137,41 @@ def test_the_median_interval_uses_order_statistics():
 
 
 def test_pairs_are_added_until_the_verdict_is_decided():
-    assert not bench.enough_pairs([1.5] * 4)  # below the minimum
-    # a clear effect stops after the minimum, whichever side of the margin
-    assert bench.enough_pairs([6.1, 6.2, 5.9, 6.0, 6.1])
-    assert bench.enough_pairs([0.5, 0.52, 0.49, 0.51, 0.5])
+    long = 60.0  # seconds of measuring so far: past the minimum span
+    assert not bench.enough_pairs([6.0] * 9, long)  # a decided verdict, but below the minimum pairs to stop on
+    # a clear effect stops at the minimum, whichever side of the margin
+    assert bench.enough_pairs([6.1, 6.2, 5.9, 6.0, 6.1] * 2, long)
+    assert bench.enough_pairs([0.5, 0.52, 0.49, 0.51, 0.5] * 2, long)
     # so does a clear effect with a wide spread: the verdict, not the precision of the number, ends it
-    assert bench.enough_pairs([60.0, 130.0, 150.0, 100.0, 280.0])
+    assert bench.enough_pairs([60.0, 130.0, 150.0, 100.0, 280.0] * 2, long)
     # an A/A pair well inside the margin stops too
-    assert bench.enough_pairs([0.98, 1.0, 0.97, 1.02, 0.99])
+    assert bench.enough_pairs([0.98, 1.0, 0.97, 1.02, 0.99] * 2, long)
     # the A/A dataset pair that once stopped at a median of 0.84 after these 6 pairs: its interval crosses 0.8
     aa = [0.84, 0.83, 0.9, 0.81, 1.11, 0.79]
-    assert not bench.enough_pairs(aa)
+    edge = aa + [0.79, 0.8, 0.78, 0.85, 0.83, 0.8]  # twelve pairs that stay at the edge of the margin
+    assert bench.summarize(edge).ci_low <= 0.8 < bench.summarize(edge).ci_high
+    assert not bench.enough_pairs(edge, long)
     # ... and near the upper edge: a true ~1.25x effect gets more pairs rather than a coin-flip verdict
-    assert not bench.enough_pairs([1.23, 1.26, 1.24, 1.27, 1.25, 1.22])
+    assert not bench.enough_pairs([1.23, 1.26, 1.24, 1.27, 1.25, 1.22] * 2, long)
     # more pairs that settle inside the margin end it
-    assert bench.enough_pairs(aa + [0.97, 1.0, 0.99, 0.96, 1.01, 0.98, 0.95, 1.02, 0.97, 0.99, 0.98, 1.0, 0.97, 0.99])
+    assert bench.enough_pairs(aa + [0.97, 1.0, 0.99, 0.96, 1.01, 0.98, 0.95, 1.02, 0.97, 0.99, 0.98, 1.0, 0.97, 0.99],
+                              long)
     # the cap ends it whatever the ratios
-    assert not bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2] * 8)
-    assert bench.enough_pairs([0.5, 2.0] * (bench.MAX_PAIRS // 2))
+    assert not bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2] * 8, long)
+    assert bench.enough_pairs([0.5, 2.0] * (bench.MAX_PAIRS // 2), long)
+
+
+def test_a_decision_needs_pairs_spread_over_seconds_not_one_burst():
+    # an A/A function pair at load 7.5: five 0.15 s pairs, all 1.37-1.67x, inside one burst of another process's
+    # load; they decide "faster" as a verdict, but do not end the measurement until more pairs over more seconds
+    burst = [1.44, 1.37, 1.67, 1.5, 1.41]
+    assert bench.verdict(bench.summarize(burst)) == FASTER
+    assert not bench.enough_pairs(burst, seconds=1.6)
+    assert not bench.enough_pairs(burst * 2, seconds=3.2)  # ten pairs, but within 3 s
+    assert bench.enough_pairs(burst * 2, seconds=bench.STOP_MIN_S)
+    # the pairs after the burst pull the interval back inside the margin: no difference, not faster
+    after = burst + [1.0, 0.97, 1.03, 0.99, 1.02, 0.98, 1.01, 1.0, 0.96, 1.04, 0.99, 1.01, 1.0, 0.98, 1.02]
+    assert bench.verdict(bench.summarize(after)) == SAME
 
 
 def test_region_of_a_ratio():

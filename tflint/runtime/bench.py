@@ -29,6 +29,10 @@ from typing import Any, Optional
 
 # -- measuring constants (see "Measuring" in the interface spec and docs/verify.md: measured on a 2-core machine) ----
 MIN_PAIRS = 5  # fewer pairs than this never give a verdict
+STOP_MIN_PAIRS = 10  # a decided verdict ends the measurement only after this many pairs ...
+STOP_MIN_S = 6.0  # ... spread over at least this many seconds (or a quarter of the budget, when that is less): the
+# noise of a loaded machine comes in bursts of seconds, and five short pairs inside one burst once called an A/A pair
+# "faster 1.44x" (all five pairs 1.37-1.67x, load 7.5)
 MAX_PAIRS = 400  # pairs are short (MIN_TRIAL_S): the budget, not this cap, normally ends an undecided measurement
 MIN_TRIAL_S = 0.15  # each trial runs the workload enough times to take at least this long
 MARGIN = 1.25  # the equivalence margin: speedups inside [1/MARGIN, MARGIN] count as "no difference"
@@ -151,13 +155,18 @@ def region(ratio: float, margin: float = MARGIN) -> str:
     return FASTER if ratio >= margin else SLOWER if ratio <= 1.0 / margin else SAME
 
 
-def enough_pairs(ratios: list[float], min_pairs: int = MIN_PAIRS, max_pairs: int = MAX_PAIRS) -> bool:
-    """Stop adding pairs once the verdict is decided (the median's interval lies inside one verdict region, with
-    at least `min_pairs`), or at `max_pairs`. While the interval crosses an edge of the margin, more pairs narrow
-    it; the caller's time budget ends an undecided measurement, which then stays `inconclusive`."""
+def enough_pairs(ratios: list[float], seconds: float = math.inf, min_seconds: float = STOP_MIN_S,
+                 stop_min_pairs: int = STOP_MIN_PAIRS, max_pairs: int = MAX_PAIRS) -> bool:
+    """Stop adding pairs once the verdict is decided (the median's interval lies inside one verdict region) and
+    the pairs so far are at least `stop_min_pairs` spread over at least `min_seconds` of measuring (`seconds`), or
+    at `max_pairs`. While the interval crosses an edge of the margin, more pairs narrow it; the caller's time
+    budget ends an undecided measurement, which then stays `inconclusive` (or keeps the verdict of the pairs it
+    has, at least MIN_PAIRS, when the budget ends before the minimum span)."""
     if len(ratios) >= max_pairs:
         return True
-    return verdict(summarize(ratios), min_pairs=min_pairs) != INCONCLUSIVE
+    if len(ratios) < stop_min_pairs or seconds < min_seconds:
+        return False
+    return verdict(summarize(ratios)) != INCONCLUSIVE
 
 
 def runs_for(run_time: float, min_trial: float = MIN_TRIAL_S, cap: int = 100_000) -> int:

@@ -424,10 +424,10 @@ class PairRunner:
     def _uses_tf_data(self, kind: str) -> bool:
         return kind == "dataset" or bool(re.search(r"\bDataset\b|TFRecordDataset|TextLineDataset", self.text))
 
-    def _done(self, ratios: list[float]) -> bool:
+    def _done(self, ratios: list[float], seconds: float, budget: float) -> bool:
         if self.pairs:
             return len(ratios) >= self.pairs
-        return bench.enough_pairs(ratios)
+        return bench.enough_pairs(ratios, seconds, min_seconds=min(bench.STOP_MIN_S, budget / 4))
 
     def measure(self, a: Worker, b: Worker, mode: str, static_opts: bool, budget: float) -> Measurement:
         m = Measurement(mode, static_opts, load=_load())
@@ -443,7 +443,7 @@ class PairRunner:
         last_pair = 0.0
         m.stopped = "budget"
         while True:
-            if self._done(ratios):
+            if self._done(ratios, time.monotonic() - start, budget):
                 m.stopped = ("pairs" if self.pairs else "max pairs" if len(ratios) >= bench.MAX_PAIRS else "decided")
                 break
             elapsed = time.monotonic() - start
@@ -758,7 +758,8 @@ def run_verify(args) -> int:
                            for t, fired in pending],
                "unmeasured": [{"file": str(t.path), "factory": t.factory, "rule": code, "reason": why}
                               for t, code, why in skipped],
-               "settings": {"min_pairs": bench.MIN_PAIRS, "max_pairs": bench.MAX_PAIRS,
+               "settings": {"min_pairs": bench.MIN_PAIRS, "stop_min_pairs": bench.STOP_MIN_PAIRS,
+                            "stop_min_s": bench.STOP_MIN_S, "max_pairs": bench.MAX_PAIRS,
                             "min_trial_s": bench.MIN_TRIAL_S, "margin": bench.MARGIN,
                             "confidence": bench.CONFIDENCE, "budget_s": budget, "pairs": args.pairs,
                             "timeout_s": args.timeout},
