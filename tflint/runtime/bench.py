@@ -38,7 +38,9 @@ MIN_TRIAL_S = 0.15  # each trial runs the workload enough times to take at least
 MARGIN = 1.25  # the equivalence margin: speedups inside [1/MARGIN, MARGIN] count as "no difference"
 CONFIDENCE = 0.90  # the median's confidence interval (two one-sided tests at 5% each)
 ALPHA = (1.0 - CONFIDENCE) / 2  # the level of each one-sided test the interval stands for
-DEFAULT_BUDGET_S = 40.0  # benchmarking seconds per pair, all measurements: an undecided pair (a decided one stops early) stays within ~60 s
+# benchmarking seconds per pair, all measurements: only an undecided pair uses it all (a decided one stops early), and
+# then stays within ~60 s with its workers' start and the equivalence runs
+DEFAULT_BUDGET_S = 40.0
 SIZING_S = 0.25  # seconds of runs after the warm-up that estimate one run's time
 MAX_ELEMENTS = 100_000  # dataset elements per run / compared for equivalence
 DEFAULT_RTOL = 1e-5

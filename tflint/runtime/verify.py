@@ -467,8 +467,8 @@ class PairRunner:
             s = bench.summarize(ratios)
             if s:
                 self.progress.update(
-                    f"{self.label}{tag}: pair {len(ratios)}  median {s.median:.2f}x  "
-                    f"{bench.CONFIDENCE:.0%} CI {s.ci_low:.2f}-{s.ci_high:.2f}  {time.monotonic() - start:.0f}/{budget:.0f} s"
+                    f"{self.label}{tag}: pair {len(ratios)}  median {s.median:.2f}x  {bench.CONFIDENCE:.0%} CI "
+                    f"{s.ci_low:.2f}-{s.ci_high:.2f}  {time.monotonic() - start:.0f}/{budget:.0f} s"
                 )
         m.seconds = time.monotonic() - start
         m.load = max(m.load, _load())
