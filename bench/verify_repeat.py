@@ -10,9 +10,10 @@ Cases: bench pairs whose fix has a real effect of 1.5x or more on a 2-core machi
 whose "fixed" side is exactly the same work (fixtures/runtime/verify_aa.py; expected `no difference`), and a pair
 whose fix measures ~1x (expected `no difference`, `inconclusive` is honest too; never `faster` or `slower`).
 
-Prints one row per case: each run's verdict and median speedup (of the measurement that decides: the defaults,
-the first mode), the expected verdict, how many runs agreed with the most common verdict, and how many gave an
-expected one. A benchmark, not a test: it prints numbers and always exits 0 unless a run failed. Its latest
+Prints one row per case: each run's verdict, median speedup, the median's 90% confidence interval and the number of
+pairs (of the measurement that decides: the defaults, the first mode), the expected verdict, how many runs agreed
+with the most common verdict, and how many gave an expected one.
+A benchmark, not a test: it prints numbers and always exits 0 unless a run failed. Its latest
 output is kept beside it, in bench/verify_repeat.txt (`python bench/verify_repeat.py > bench/verify_repeat.txt`).
 """
 from __future__ import annotations
@@ -57,7 +58,10 @@ def run_once(target: str, budget: float | None, save: Path | None, tag: str) -> 
     m = r["measurements"][0] if r and r.get("measurements") else None
     if m is None:
         return (r or {}).get("status") or "nothing", "-", wall
-    return m["verdict"], f"{m['speedup']['median']:.2f}x" if m.get("speedup") else "-", wall
+    sp = m.get("speedup")
+    # the median speedup, its confidence interval and the number of pairs: what the verdict was read from
+    shown = f"{sp['median']:.2f}x ({sp['ci_low']:.2f}-{sp['ci_high']:.2f}, {sp['pairs']}p)" if sp else "-"
+    return m["verdict"], shown, wall
 
 
 def main() -> int:

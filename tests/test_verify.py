@@ -47,13 +47,14 @@ def test_ratios_are_before_over_after():
 
 def test_a_clear_speedup_is_faster_after_five_pairs():
     s = bench.summarize(bench.ratios_of([(1.9, 1.0), (2.1, 1.0), (1.7, 1.0), (2.0, 1.1), (1.8, 0.9)]))
-    assert s.n == 5 and s.wins == 5 and s.p_faster < 0.05
+    assert s.n == 5 and s.wins == 5 and s.ci_low >= bench.MARGIN
     assert bench.verdict(s) == FASTER
 
 
 def test_four_pairs_are_never_enough():
     s = bench.summarize([2.0, 2.1, 1.9, 2.2])
     assert bench.verdict(s) == INCONCLUSIVE
+    assert bench.verdict(bench.summarize([1.0, 1.01, 0.99, 1.0])) == INCONCLUSIVE
     assert bench.verdict(None) == INCONCLUSIVE
 
 
@@ -62,52 +63,68 @@ def test_a_clear_slowdown_is_slower():
     assert bench.verdict(s) == SLOWER
 
 
-def test_a_small_consistent_gain_stays_inside_the_noise_band():
-    # every pair wins, but by 5-10%: an A/A run on this machine gave medians up to 1.16, so no claim
+def test_a_small_consistent_gain_is_no_difference_within_the_margin():
+    # every pair wins, but by 5-10%: inside the stated equivalence margin, so "no difference", not "faster"
     s = bench.summarize([1.05, 1.08, 1.1, 1.06, 1.07, 1.09])
-    assert s.wins == 6 and s.p_faster == 1.0  # all on the fix's side of 1, none beyond the band
+    assert s.wins == 6
     assert bench.verdict(s) == SAME
 
 
-def test_the_sign_test_is_against_the_edge_of_the_noise_band():
+def test_faster_needs_the_whole_interval_beyond_the_margin_not_only_above_one():
     # an A/A dataset pair measured with the static optimizations off on a loaded 2-core machine (load 5.3): five
-    # pairs, all above 1, median 1.76. Against 1 the sign test gives p = 1/32 and the verdict was "faster"; only
-    # 4 of the 5 pairs are beyond 1.2x, so it is no evidence of a speedup
+    # pairs, all above 1, median 1.76. All five on one side of 1 once read "faster"; the median's interval
+    # (1.05-2.59) reaches below the margin, so it is no evidence of a speedup
     aa = [1.05, 1.3, 1.76, 1.89, 2.59]
     s = bench.summarize(aa)
-    assert s.median >= bench.NOISE and s.wins == 5
-    assert s.p_faster == pytest.approx(6 / 32)
+    assert s.median >= bench.MARGIN and s.wins == 5
+    assert (s.ci_low, s.ci_high) == (1.05, 2.59)
     assert bench.verdict(s) == INCONCLUSIVE
-    # the same pairs with the outlier beyond the band are a speedup
+    # the same pairs with the low one beyond the margin are a speedup
     assert bench.verdict(bench.summarize([1.25, 1.3, 1.76, 1.89, 2.59])) == FASTER
     # and the mirror image for slower
     assert bench.verdict(bench.summarize([1 / r for r in aa])) == INCONCLUSIVE
     assert bench.verdict(bench.summarize([1 / r for r in [1.25, 1.3, 1.76, 1.89, 2.59]])) == SLOWER
-    # a true 1.5x effect with one noisy pair below the band needs more pairs, then it is faster
+    # a true 1.5x effect with one noisy pair below the margin needs more pairs, then it is faster
     assert bench.verdict(bench.summarize([1.5, 1.45, 1.1, 1.6, 1.55])) == INCONCLUSIVE
     assert bench.verdict(bench.summarize([1.5, 1.45, 1.1, 1.6, 1.55, 1.4, 1.52, 1.48])) == FASTER
+
+
+def test_no_difference_is_an_equivalence_test_on_the_median_not_on_single_pairs():
+    # measured A/A pairs on the 2-core machine at load ~3 (0.15 s trials): single pairs from 0.61 to 1.71, a third
+    # outside the margin; the median's interval is what must sit inside 0.8-1.25
+    rng = random.Random(3)
+    aa = [rng.choice([0.61, 0.74, 0.86, 0.93, 0.97, 0.99, 1.0, 1.01, 1.03, 1.06, 1.2, 1.37, 1.71]) for _ in range(60)]
+    s = bench.summarize(aa)
+    assert s.lo < 1 / bench.MARGIN and s.hi > bench.MARGIN
+    assert 1 / bench.MARGIN < s.ci_low <= s.median <= s.ci_high < bench.MARGIN
+    assert bench.verdict(s) == SAME
+    # the same spread over only 6 pairs cannot pin the median: the interval is the whole range
+    few = [0.61, 1.71, 0.99, 1.0, 1.37, 0.86]
+    assert bench.verdict(bench.summarize(few)) == INCONCLUSIVE
+    # ten pairs: the interval is (r2, r9), so two pairs beyond the margin on one side are tolerated, ...
+    ten = [0.5, 0.82, 0.9, 0.95, 1.0, 1.0, 1.05, 1.1, 1.2, 2.0]
+    sq = bench.summarize(ten)
+    assert (sq.ci_low, sq.ci_high) == (0.82, 1.2)
+    assert bench.verdict(sq) == SAME
+    # ... not three, even with both quartiles inside the margin (the old rule's "no difference")
+    ten[1], ten[8] = 0.7, 1.4
+    sq = bench.summarize(ten)
+    assert 0.8 < sq.q1 and sq.q3 < 1.25
+    assert bench.verdict(sq) == INCONCLUSIVE
 
 
 def test_aa_noise_like_the_measured_one_is_not_a_speedup():
     # single pairs from 0.45 to 2.09 around a median near 1 (the measured A/A spread)
     rng = random.Random(1)
-    ratios = [rng.choice([0.45, 0.7, 0.9, 1.0, 1.1, 1.3, 2.09]) for _ in range(12)]
-    assert bench.verdict(bench.summarize(ratios)) in (INCONCLUSIVE, SAME)
-    assert bench.verdict(bench.summarize(ratios)) not in (FASTER, SLOWER)
+    for _ in range(50):
+        ratios = [rng.choice([0.45, 0.7, 0.9, 1.0, 1.1, 1.3, 2.09]) for _ in range(rng.randint(5, 40))]
+        assert bench.verdict(bench.summarize(ratios)) in (INCONCLUSIVE, SAME)
 
 
 def test_a_high_median_with_mixed_signs_is_inconclusive():
     s = bench.summarize([3.0, 0.5, 3.0, 0.5, 3.0, 0.6, 2.5])
-    assert s.median >= bench.NOISE
-    assert s.p_faster >= 0.05
+    assert s.median >= bench.MARGIN
     assert bench.verdict(s) == INCONCLUSIVE
-
-
-def test_more_pairs_while_the_spread_is_wide():
-    assert not bench.enough_pairs([1.5] * 4)  # below the minimum
-    assert bench.enough_pairs([1.5, 1.52, 1.49, 1.51, 1.5])  # narrow
-    assert not bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2])  # wide: keep going
-    assert bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2] * 8)  # ... until the cap
 
 
 def test_the_median_interval_uses_order_statistics():
@@ -119,35 +136,54 @@ def test_the_median_interval_uses_order_statistics():
     assert bench.median_interval([2.0]) == (2.0, 2.0)
 
 
-def test_pairs_stop_only_when_the_median_is_clearly_in_one_verdict_region():
-    # a clear effect stops after the minimum, whichever side of the band
-    assert bench.enough_pairs([6.1, 6.2, 5.9, 6.0, 6.1])
-    assert bench.enough_pairs([0.5, 0.52, 0.49, 0.51, 0.5])
-    # an A/A pair well inside the band stops too
-    assert bench.enough_pairs([0.98, 1.0, 0.97, 1.02, 0.99])
-    # narrow spread, but the interval crosses a threshold of the band: keep going (the A/A dataset pair that
-    # stopped at a median of 0.84 after these 6 pairs, measured on a 2-core machine)
-    aa = [0.84, 0.83, 0.9, 0.81, 1.11, 0.85]
-    assert bench.summarize(aa).spread <= bench.STABLE_SPREAD
-    assert not bench.enough_pairs(aa)
-    # ... and near the upper edge: a true ~1.2x effect gets more pairs rather than a coin-flip verdict
-    assert not bench.enough_pairs([1.18, 1.21, 1.19, 1.22, 1.2, 1.17])
-    # more pairs that settle inside the band end it
-    assert bench.enough_pairs(aa + [0.97, 1.0, 0.99, 0.96, 1.01, 0.98, 0.95, 1.02, 0.97, 0.99, 0.98, 1.0, 0.97, 0.99])
-    # wide spread keeps going even when the whole interval is beyond the band (a more precise median)
-    assert not bench.enough_pairs([60.0, 130.0, 150.0, 100.0, 280.0])
+def test_pairs_are_added_until_the_verdict_is_decided():
+    long = 60.0  # seconds of measuring so far: past the minimum span
+    assert not bench.enough_pairs([6.0] * 9, long)  # a decided verdict, but below the minimum pairs to stop on
+    # a clear effect stops at the minimum, whichever side of the margin
+    assert bench.enough_pairs([6.1, 6.2, 5.9, 6.0, 6.1] * 2, long)
+    assert bench.enough_pairs([0.5, 0.52, 0.49, 0.51, 0.5] * 2, long)
+    # so does a clear effect with a wide spread: the verdict, not the precision of the number, ends it
+    assert bench.enough_pairs([60.0, 130.0, 150.0, 100.0, 280.0] * 2, long)
+    # an A/A pair well inside the margin stops too
+    assert bench.enough_pairs([0.98, 1.0, 0.97, 1.02, 0.99] * 2, long)
+    # the A/A dataset pair that once stopped at a median of 0.84 after these 6 pairs: its interval crosses 0.8
+    aa = [0.84, 0.83, 0.9, 0.81, 1.11, 0.79]
+    edge = aa + [0.79, 0.8, 0.78, 0.85, 0.83, 0.8]  # twelve pairs that stay at the edge of the margin
+    assert bench.summarize(edge).ci_low <= 0.8 < bench.summarize(edge).ci_high
+    assert not bench.enough_pairs(edge, long)
+    # ... and near the upper edge: a true ~1.25x effect gets more pairs rather than a coin-flip verdict
+    assert not bench.enough_pairs([1.23, 1.26, 1.24, 1.27, 1.25, 1.22] * 2, long)
+    # more pairs that settle inside the margin end it
+    assert bench.enough_pairs(aa + [0.97, 1.0, 0.99, 0.96, 1.01, 0.98, 0.95, 1.02, 0.97, 0.99, 0.98, 1.0, 0.97, 0.99],
+                              long)
     # the cap ends it whatever the ratios
-    assert bench.enough_pairs(aa * 7)
+    assert not bench.enough_pairs([1.0, 2.0, 0.6, 1.8, 1.2] * 8, long)
+    assert bench.enough_pairs([0.5, 2.0] * (bench.MAX_PAIRS // 2), long)
+
+
+def test_a_decision_needs_pairs_spread_over_seconds_not_one_burst():
+    # an A/A function pair at load 7.5: five 0.15 s pairs, all 1.37-1.67x, inside one burst of another process's
+    # load; they decide "faster" as a verdict, but do not end the measurement until more pairs over more seconds
+    burst = [1.44, 1.37, 1.67, 1.5, 1.41]
+    assert bench.verdict(bench.summarize(burst)) == FASTER
+    assert not bench.enough_pairs(burst, seconds=1.6)
+    assert not bench.enough_pairs(burst * 2, seconds=3.2)  # ten pairs, but within 3 s
+    assert bench.enough_pairs(burst * 2, seconds=bench.STOP_MIN_S)
+    # the pairs after the burst pull the interval back inside the margin: no difference, not faster
+    after = burst + [1.0, 0.97, 1.03, 0.99, 1.02, 0.98, 1.01, 1.0, 0.96, 1.04, 0.99, 1.01, 1.0, 0.98, 1.02]
+    assert bench.verdict(bench.summarize(after)) == SAME
 
 
 def test_region_of_a_ratio():
-    assert bench.region(1.2) == FASTER and bench.region(1.0 / 1.2) == SLOWER
-    assert bench.region(1.19) == SAME and bench.region(0.84) == SAME
+    assert bench.region(1.25) == FASTER and bench.region(0.8) == SLOWER
+    assert bench.region(1.24) == SAME and bench.region(0.81) == SAME
 
 
-def test_trials_are_sized_to_half_a_second():
-    assert bench.runs_for(0.01) == 50
-    assert bench.runs_for(0.3) == 2
+def test_trials_are_sized_to_the_minimum_trial_time():
+    assert bench.MIN_TRIAL_S == 0.15
+    assert bench.runs_for(0.01) == 15
+    assert bench.runs_for(0.1) == 2
+    assert bench.runs_for(0.3) == 1
     assert bench.runs_for(2.0) == 1
     assert bench.runs_for(0.0) > 1000
 
@@ -632,6 +668,32 @@ def test_rates_are_in_the_originals_units_and_agree_with_the_speedup():
     m = Measurement("steady", True, pairs=[(2.0, 1.0), (2.2, 1.1), (1.8, 0.9)], items=(8.0, 1.0))
     assert m.throughput(0) == pytest.approx(8 / 2.0) and m.throughput(1) == pytest.approx(8 / 1.0)
     assert m.throughput(1) / m.throughput(0) == pytest.approx(m.summary.median)
+    # noisy pairs whose separately taken medians disagree with the paired one: the rates follow the pairs
+    noisy = Measurement("steady", True, pairs=[(0.6, 0.6), (0.6, 0.6), (1.26, 1.26), (1.26, 1.26), (1.26, 0.6)],
+                        items=(300.0, 300.0))
+    assert noisy.summary.median == pytest.approx(1.0)
+    assert bench.median([p[0] for p in noisy.pairs]) / bench.median([p[1] for p in noisy.pairs]) == pytest.approx(2.1)
+    assert noisy.throughput(1) == pytest.approx(noisy.throughput(0))
+
+
+def test_an_undecided_measurement_says_it_ran_out_of_budget_with_the_spread_it_saw():
+    from tflint.runtime.verify import Measurement, VariantResult, render_table
+
+    noisy = [(1.0, r) for r in (0.5, 2.0, 1.0, 0.6, 1.7, 1.0, 0.55, 1.9)]  # before/after: ratios 2.0, 0.5, ...
+    m = Measurement("steady", True, pairs=noisy, items=(10.0, 10.0), stopped="budget", load=6.5)
+    assert m.verdict == INCONCLUSIVE
+    why = m.why_inconclusive()
+    assert why.startswith("inconclusive after 8 pairs: the machine was too noisy")
+    assert "0.50-2.00x" in why and "load average up to 6.5" in why and "--budget" in why
+    assert m.to_json()["reason"] == why and m.to_json()["speedup"]["ci_low"] == m.summary.ci_low
+    r = VariantResult("aa.py", "make", ["TFL203"], ["function-created-in-loop"], "manual", measurements=[m],
+                      kind="function", unit="calls/s")
+    assert why in render_table([r], [])
+    # a decided one has no such note; fewer than the minimum pairs says so
+    calm = Measurement("steady", True, pairs=[(1.0, 1.0)] * 6, items=(1.0, 1.0), stopped="decided")
+    assert calm.verdict == SAME and calm.why_inconclusive() == "" and calm.to_json()["reason"] is None
+    few = Measurement("steady", True, pairs=[(1.0, 1.0)] * 3, items=(1.0, 1.0), stopped="budget")
+    assert "fewer than 5" in few.why_inconclusive()
 
 
 def test_a_traced_function_counts_as_run_by_its_name():

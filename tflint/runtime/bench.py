@@ -27,15 +27,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-# -- measuring constants (see "Measuring" in the interface spec: the measured noise on a 2-core machine) --------
+# -- measuring constants (see "Measuring" in the interface spec and docs/verify.md: measured on a 2-core machine) ----
 MIN_PAIRS = 5  # fewer pairs than this never give a verdict
-MAX_PAIRS = 40
-MIN_TRIAL_S = 0.5  # each trial runs the workload enough times to take at least this long
-NOISE = 1.2  # A/A medians ranged 0.89-1.16: speedups inside [1/NOISE, NOISE] cannot be told from noise
-ALPHA = 0.05  # one-sided sign test level
-STABLE_SPREAD = 0.10  # stop adding pairs once the interquartile range is within 10% of the median ...
-CONFIDENCE = 0.90  # ... and the median's 90% confidence interval lies inside one verdict region
-DEFAULT_BUDGET_S = 24.0  # benchmarking seconds per pair, all measurements (keeps one pair within ~60 s)
+STOP_MIN_PAIRS = 10  # a decided verdict ends the measurement only after this many pairs ...
+STOP_MIN_S = 6.0  # ... spread over at least this many seconds (or a quarter of the budget, when that is less): the
+# noise of a loaded machine comes in bursts of seconds, and five short pairs inside one burst once called an A/A pair
+# "faster 1.44x" (all five pairs 1.37-1.67x, load 7.5)
+MAX_PAIRS = 400  # pairs are short (MIN_TRIAL_S): the budget, not this cap, normally ends an undecided measurement
+MIN_TRIAL_S = 0.15  # each trial runs the workload enough times to take at least this long
+MARGIN = 1.25  # the equivalence margin: speedups inside [1/MARGIN, MARGIN] count as "no difference"
+CONFIDENCE = 0.90  # the median's confidence interval (two one-sided tests at 5% each)
+ALPHA = (1.0 - CONFIDENCE) / 2  # the level of each one-sided test the interval stands for
+# benchmarking seconds per pair, all measurements: only an undecided pair uses it all (a decided one stops early), and
+# then stays within ~60 s with its workers' start and the equivalence runs
+DEFAULT_BUDGET_S = 40.0
 SIZING_S = 0.25  # seconds of runs after the warm-up that estimate one run's time
 MAX_ELEMENTS = 100_000  # dataset elements per run / compared for equivalence
 DEFAULT_RTOL = 1e-5
@@ -70,72 +75,10 @@ def sign_test(wins: int, losses: int) -> float:
     return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2.0**n
 
 
-@dataclass
-class Summary:
-    n: int
-    median: float
-    q1: float
-    q3: float
-    lo: float
-    hi: float
-    wins: int  # pairs where the fixed side was faster (ratio > 1) / slower (< 1): descriptive
-    losses: int
-    p_faster: float  # one-sided sign test that the ratio exceeds NOISE (pairs above vs below 1.2x)
-    p_slower: float  # one-sided sign test that the ratio is below 1/NOISE
-
-    @property
-    def spread(self) -> float:
-        """Interquartile range relative to the median."""
-        return (self.q3 - self.q1) / self.median if self.median > 0 else math.inf
-
-    def to_json(self) -> dict[str, Any]:
-        return {"pairs": self.n, "median": self.median, "q1": self.q1, "q3": self.q3, "min": self.lo,
-                "max": self.hi, "spread": self.spread, "wins": self.wins, "losses": self.losses,
-                "p_faster": self.p_faster, "p_slower": self.p_slower}
-
-
-def ratios_of(pairs: list[tuple[float, float]]) -> list[float]:
-    """Speedups from paired per-run times (before, after): > 1 means the fixed side is faster."""
-    return [a / b for a, b in pairs if a > 0 and b > 0]
-
-
-def summarize(ratios: list[float], noise: float = NOISE) -> Optional[Summary]:
-    """The pairs' ratios summarized. The sign tests are against the edges of the noise band, not against 1: with
-    noise that reaches ±50% per pair, five pairs that all favour one side by chance (p = 1/32 against 1) were an
-    A/A pair measured "1.76x faster"; a claim needs the pairs beyond the band, not only on one side of 1."""
-    if not ratios:
-        return None
-    above = sum(1 for r in ratios if r > noise)
-    below = sum(1 for r in ratios if r < noise)
-    under = sum(1 for r in ratios if r < 1.0 / noise)
-    over = sum(1 for r in ratios if r > 1.0 / noise)
-    return Summary(
-        n=len(ratios), median=median(ratios), q1=percentile(ratios, 25), q3=percentile(ratios, 75),
-        lo=min(ratios), hi=max(ratios), wins=sum(1 for r in ratios if r > 1.0),
-        losses=sum(1 for r in ratios if r < 1.0),
-        p_faster=sign_test(above, below), p_slower=sign_test(under, over),
-    )
-
-
-def verdict(s: Optional[Summary], noise: float = NOISE, alpha: float = ALPHA, min_pairs: int = MIN_PAIRS) -> str:
-    """`faster` / `slower` only when the median is beyond the noise band AND the sign test says the pairs are
-    beyond it too (p < alpha that the ratio exceeds `noise`, or is below 1/`noise`); `no difference` when the
-    median and both quartiles sit inside the noise band; otherwise `inconclusive`."""
-    if s is None or s.n < min_pairs:
-        return INCONCLUSIVE
-    if s.median >= noise and s.p_faster < alpha:
-        return FASTER
-    if s.median <= 1.0 / noise and s.p_slower < alpha:
-        return SLOWER
-    if 1.0 / noise < s.median < noise and s.q1 > 1.0 / noise and s.q3 < noise:
-        return SAME
-    return INCONCLUSIVE
-
-
 def median_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """A distribution-free confidence interval for the median ratio: the order statistics (r_(k), r_(n+1-k)) with
-    the largest k whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is still at least `confidence` (with 5 pairs:
-    the smallest and the largest ratio, 94%)."""
+    """A distribution-free confidence interval for the median ratio (the sign test inverted): the order statistics
+    (r_(k), r_(n+1-k)) with the largest k whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is still at least
+    `confidence` (with 5 pairs: the smallest and the largest ratio, 94%)."""
     s = sorted(ratios)
     n = len(s)
     if n == 0:
@@ -149,26 +92,83 @@ def median_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tupl
     return s[k - 1], s[n - k]
 
 
-def region(ratio: float, noise: float = NOISE) -> str:
-    """The verdict a median at `ratio` would point to: beyond the noise band either way, or inside it."""
-    return FASTER if ratio >= noise else SLOWER if ratio <= 1.0 / noise else SAME
+@dataclass
+class Summary:
+    n: int
+    median: float
+    q1: float
+    q3: float
+    lo: float
+    hi: float
+    ci_low: float  # the median's CONFIDENCE interval (order statistics): what the verdict is read from
+    ci_high: float
+    wins: int  # pairs where the fixed side was faster (ratio > 1) / slower (< 1): descriptive
+    losses: int
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median."""
+        return (self.q3 - self.q1) / self.median if self.median > 0 else math.inf
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pairs": self.n, "median": self.median, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "confidence": CONFIDENCE, "q1": self.q1, "q3": self.q3, "min": self.lo, "max": self.hi,
+                "spread": self.spread, "wins": self.wins, "losses": self.losses}
 
 
-def enough_pairs(ratios: list[float], min_pairs: int = MIN_PAIRS, stable: float = STABLE_SPREAD,
-                 max_pairs: int = MAX_PAIRS, noise: float = NOISE, confidence: float = CONFIDENCE) -> bool:
-    """Stop adding pairs once there are at least `min_pairs`, the spread is narrow and the median's confidence
-    interval lies inside one verdict region (at or above `noise`, at or below 1/`noise`, or between); or once
-    `max_pairs` is hit. A few pairs that happen to agree with each other near a threshold of the noise band are
-    not enough: that is how an A/A pair could stop at a median of 0.84 after 6 pairs."""
+def ratios_of(pairs: list[tuple[float, float]]) -> list[float]:
+    """Speedups from paired per-run times (before, after): > 1 means the fixed side is faster."""
+    return [a / b for a, b in pairs if a > 0 and b > 0]
+
+
+def summarize(ratios: list[float], confidence: float = CONFIDENCE) -> Optional[Summary]:
+    """The pairs' ratios summarized: median, quartiles, range and the median's confidence interval."""
+    if not ratios:
+        return None
+    lo, hi = median_interval(ratios, confidence)
+    return Summary(
+        n=len(ratios), median=median(ratios), q1=percentile(ratios, 25), q3=percentile(ratios, 75),
+        lo=min(ratios), hi=max(ratios), ci_low=lo, ci_high=hi,
+        wins=sum(1 for r in ratios if r > 1.0), losses=sum(1 for r in ratios if r < 1.0),
+    )
+
+
+def verdict(s: Optional[Summary], margin: float = MARGIN, min_pairs: int = MIN_PAIRS) -> str:
+    """Read from the median's confidence interval against the equivalence margin [1/margin, margin]:
+
+    * `faster`: the whole interval at or above `margin` (a one-sided sign test at ALPHA that the median speedup
+      exceeds the margin, not merely 1: an A/A pair on a loaded machine once had 5 of 5 pairs above 1);
+    * `slower`: the whole interval at or below 1/`margin`;
+    * `no difference`: the whole interval strictly inside the margin (two one-sided tests: an equivalence test);
+    * `inconclusive`: the interval crosses an edge of the margin (too few pairs or too noisy to decide)."""
+    if s is None or s.n < min_pairs:
+        return INCONCLUSIVE
+    if s.ci_low >= margin:
+        return FASTER
+    if s.ci_high <= 1.0 / margin:
+        return SLOWER
+    if 1.0 / margin < s.ci_low and s.ci_high < margin:
+        return SAME
+    return INCONCLUSIVE
+
+
+def region(ratio: float, margin: float = MARGIN) -> str:
+    """The verdict a median at `ratio` would point to: beyond the margin either way, or inside it."""
+    return FASTER if ratio >= margin else SLOWER if ratio <= 1.0 / margin else SAME
+
+
+def enough_pairs(ratios: list[float], seconds: float = math.inf, min_seconds: float = STOP_MIN_S,
+                 stop_min_pairs: int = STOP_MIN_PAIRS, max_pairs: int = MAX_PAIRS) -> bool:
+    """Stop adding pairs once the verdict is decided (the median's interval lies inside one verdict region) and
+    the pairs so far are at least `stop_min_pairs` spread over at least `min_seconds` of measuring (`seconds`), or
+    at `max_pairs`. While the interval crosses an edge of the margin, more pairs narrow it; the caller's time
+    budget ends an undecided measurement, which then stays `inconclusive` (or keeps the verdict of the pairs it
+    has, at least MIN_PAIRS, when the budget ends before the minimum span)."""
     if len(ratios) >= max_pairs:
         return True
-    if len(ratios) < min_pairs:
+    if len(ratios) < stop_min_pairs or seconds < min_seconds:
         return False
-    s = summarize(ratios, noise)
-    if s is None or s.spread > stable:
-        return False
-    lo, hi = median_interval(ratios, confidence)
-    return region(lo, noise) == region(hi, noise)
+    return verdict(summarize(ratios)) != INCONCLUSIVE
 
 
 def runs_for(run_time: float, min_trial: float = MIN_TRIAL_S, cap: int = 100_000) -> int:

@@ -1,4 +1,4 @@
-"""GraphDefs as networkx graphs, and the graph findings computed on them (TFL802–TFL805, TFL807, TFL808).
+"""GraphDefs as directed graphs, and the graph findings computed on them (TFL802–TFL805, TFL807, TFL808).
 
 Runs in the child (it needs TensorFlow's op registry to know which ops are stateful). A "graph set" is a dict
 {function name: GraphDef}: "" is the main graph, every other key a function of its library (nested
@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
-
-import networkx as nx
 
 PY_FUNC_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 DEBUG_OPS = {"Print", "PrintV2", "Assert", "CheckNumerics", "CheckNumericsV2", "DebugIdentity", "DebugIdentityV2",
@@ -62,8 +60,87 @@ def input_name(ref: str) -> tuple[str, int, bool]:
     return parts[0], idx, control
 
 
-def to_networkx(graph_def) -> nx.DiGraph:
-    g = nx.DiGraph()
+class Unfeasible(ValueError):
+    """A graph with a cycle has no topological order (networkx's NetworkXUnfeasible)."""
+
+
+class DiGraph:
+    """The few directed-graph operations the findings need, with networkx's semantics and orders (a test compares
+    them with networkx's `DiGraph` on random graphs). networkx itself takes 0.14 s to import, which every
+    `tflint run` that analyses a hot graph paid after the script had ended, for a graph of a few nodes; it stays
+    the library of `inspect --graph` (GraphML and DOT), imported there only."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}  # name -> attributes, in insertion order
+        self._succ: dict[str, dict[str, dict[str, Any]]] = {}
+        self._pred: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.nodes
+
+    def add_node(self, name: str, **attrs: Any) -> None:
+        if name not in self.nodes:
+            self.nodes[name] = {}
+            self._succ[name] = {}
+            self._pred[name] = {}
+        self.nodes[name].update(attrs)
+
+    def add_edge(self, src: str, dst: str, **attrs: Any) -> None:
+        """One edge per ordered pair (a second one updates its attributes), as in networkx's DiGraph."""
+        self.add_node(src)
+        self.add_node(dst)
+        data = self._succ[src].setdefault(dst, {})
+        data.update(attrs)
+        self._pred[dst][src] = data
+
+    def successors(self, name: str) -> Iterable[str]:
+        return iter(self._succ[name])
+
+    def predecessors(self, name: str) -> Iterable[str]:
+        return iter(self._pred[name])
+
+    def out_degree(self, name: str) -> int:
+        return len(self._succ[name])
+
+    def topological_sort(self) -> list[str]:
+        """networkx's order (Kahn's algorithm by generations, nodes and children in insertion order); raises
+        Unfeasible on a cycle."""
+        indegree = {v: len(p) for v, p in self._pred.items() if p}
+        zero = [v for v, p in self._pred.items() if not p]
+        order: list[str] = []
+        while zero:
+            generation, zero = zero, []
+            for node in generation:
+                for child in self._succ[node]:
+                    indegree[child] -= 1
+                    if indegree[child] == 0:
+                        zero.append(child)
+                        del indegree[child]
+            order += generation
+        if indegree:
+            raise Unfeasible("the graph has a cycle")
+        return order
+
+    def _reach(self, start: str, edges: dict[str, dict[str, dict[str, Any]]]) -> set[str]:
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            for nxt in edges[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return seen
+
+    def ancestors(self, name: str) -> set[str]:
+        """Every node with a path to `name`, never `name` itself (as networkx, even on a cycle through it)."""
+        return self._reach(name, self._pred) - {name}
+
+    def has_path(self, src: str, dst: str) -> bool:
+        return src == dst or dst in self._reach(src, self._succ)
+
+
+def to_digraph(graph_def) -> DiGraph:
+    g = DiGraph()
     for n in graph_def.node:
         g.add_node(n.name, op=n.op)
     for n in graph_def.node:
@@ -116,10 +193,10 @@ def value_keys(gd) -> dict[str, Any]:
     for n in gd.node:
         if n.op.startswith(VAR_WRITES_PREFIX) and n.input:
             written.add(input_name(n.input[0])[0])
-    g = to_networkx(gd)
+    g = to_digraph(gd)
     try:
-        order = list(nx.topological_sort(g))
-    except nx.NetworkXUnfeasible:  # a cycle (v1 while loops): no dedup analysis
+        order = g.topological_sort()
+    except Unfeasible:  # a cycle (v1 while loops): no dedup analysis
         return {name: ("unique", name) for name in nodes}
     keys: dict[str, Any] = {}
     for name in order:
@@ -151,7 +228,7 @@ def find_duplicates(gd) -> list[list[str]]:
         groups[key].append(name)
     dup = {k: v for k, v in groups.items() if len(v) > 1}
     in_dup = {name for v in dup.values() for name in v}
-    g = to_networkx(gd)
+    g = to_digraph(gd)
     out = []
     for members in dup.values():
         if all(any(c in in_dup for c in g.successors(m)) for m in members):
@@ -161,8 +238,8 @@ def find_duplicates(gd) -> list[list[str]]:
 
 
 def subgraph_size(gd, root: str, dup_nodes: set[str]) -> int:
-    g = to_networkx(gd)
-    return 1 + sum(1 for a in nx.ancestors(g, root) if g.nodes[a]["op"] not in TRIVIAL_OPS and a in dup_nodes)
+    g = to_digraph(gd)
+    return 1 + sum(1 for a in g.ancestors(root) if g.nodes[a]["op"] not in TRIVIAL_OPS and a in dup_nodes)
 
 
 def tensor_bytes(node) -> int:
@@ -275,7 +352,7 @@ def unfused_patterns(graphs_after: dict[str, Any], locate: Locate) -> list[Graph
     """Contraction -> bias add -> activation chains (each intermediate used once) still present after Grappler."""
     out = []
     for gname, gd in graphs_after.items():
-        g = to_networkx(gd)
+        g = to_digraph(gd)
         nodes = {n.name: n for n in gd.node}
         for n in gd.node:
             if n.op not in ACTIVATIONS:
@@ -331,10 +408,10 @@ def unrolled_loops(graphs: dict[str, Any], locate: Locate, min_repeats: int, loo
     user's that no loop of theirs repeated (a Keras `Sequential` called once, its layers repeating) is not one."""
     out = []
     for gname, gd in graphs.items():
-        g = to_networkx(gd)
+        g = to_digraph(gd)
         try:
-            order = {name: i for i, name in enumerate(nx.topological_sort(g))}
-        except nx.NetworkXUnfeasible:
+            order = {name: i for i, name in enumerate(g.topological_sort())}
+        except Unfeasible:
             continue
         nodes = {n.name: n for n in gd.node}
         groups: dict[tuple, list[str]] = defaultdict(list)
@@ -354,7 +431,7 @@ def unrolled_loops(graphs: dict[str, Any], locate: Locate, min_repeats: int, loo
             members.sort(key=order.get)
             best, cur, best_span, start = 1, 1, (0, 0), 0
             for i in range(1, len(members)):
-                if nx.has_path(g, members[i - 1], members[i]):
+                if g.has_path(members[i - 1], members[i]):
                     cur += 1
                 else:
                     cur, start = 1, i

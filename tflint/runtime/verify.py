@@ -85,7 +85,7 @@ class Measurement:
     runs: tuple[int, int] = (0, 0)
     seconds: float = 0.0
     load: float = 0.0  # the highest 1-minute load average seen while measuring (other processes add noise)
-    stopped: str = ""  # why pairs stopped being added: "stable", "max pairs", "pairs" (--pairs N), "budget"
+    stopped: str = ""  # why pairs stopped being added: "decided", "max pairs", "pairs" (--pairs N), "budget"
 
     @property
     def summary(self) -> Optional[bench.Summary]:
@@ -99,13 +99,40 @@ class Measurement:
     def verdict(self) -> str:
         return bench.verdict(self.summary)
 
+    def why_inconclusive(self) -> str:
+        """Why an inconclusive measurement stayed so, with the spread it saw ("" when it is decided)."""
+        s = self.summary
+        if self.verdict != bench.INCONCLUSIVE:
+            return ""
+        if s is None or s.n < bench.MIN_PAIRS:
+            return (f"inconclusive after {s.n if s else 0} pair(s): fewer than {bench.MIN_PAIRS} fit in the budget "
+                    "(--budget or --pairs for more)")
+        band = f"{1 / bench.MARGIN:.2f}-{bench.MARGIN:.2f}x"
+        seen = (f"the median's {bench.CONFIDENCE:.0%} interval {s.ci_low:.2f}-{s.ci_high:.2f}x crosses an edge of "
+                f"the {band} margin; single pairs ranged {s.lo:.2f}-{s.hi:.2f}x")
+        if self.stopped == "budget":
+            busy = f", load average up to {self.load:.1f}" if self.load else ""
+            return (f"inconclusive after {s.n} pairs: the machine was too noisy to decide within the budget ({seen}"
+                    f"{busy}; --budget or --pairs for more)")
+        if self.stopped == "pairs":
+            return f"inconclusive after the {s.n} pairs asked for (--pairs): {seen}"
+        return f"inconclusive after {s.n} pairs (the cap): {seen}"
+
     def throughput(self, side: int) -> Optional[float]:
-        """Both sides in the original's units (its items per run over each side's median run time), so that the
-        two rates and the speedup agree even when a fix changes how many items one run yields (batching)."""
+        """Both sides in the original's units: the original's items per run over its median run time, and the fixed
+        side's rate as that times the median paired speedup, so that the two rates and the speedup shown agree
+        (the ratio of two separately taken medians is not the median of the pairs' ratios: an A/A pair once read
+        "500 el/s, 624 el/s, 1.01x") and a fix that changes how many items one run yields (batching) does not read
+        as slower by its rate."""
         if not self.pairs:
             return None
-        t = bench.median([p[side] for p in self.pairs])
-        return self.items[0] / t if t > 0 else None
+        t = bench.median([p[0] for p in self.pairs])
+        if t <= 0:
+            return None
+        s = self.summary
+        if side == 0 or s is None:
+            return self.items[0] / t
+        return self.items[0] / t * s.median
 
     def to_json(self) -> dict[str, Any]:
         s, c = self.summary, self.cpu_summary
@@ -121,6 +148,7 @@ class Measurement:
                       "throughput": self.throughput(1), "runs_per_trial": self.runs[1]},
             "trials": len(self.pairs),
             "stopped": self.stopped,
+            "reason": self.why_inconclusive() or None,
             "seconds": round(self.seconds, 2),
             "load_average": round(self.load, 2),
         }
@@ -363,9 +391,10 @@ class PairRunner:
                                     "compare identical work (not measured)")
                         return res
                 uses_data = self._uses_tf_data(res.kind)
-                # one budget per pair: the default measurement gets 2/3 of it when an "optimizations off" one may
-                # follow (tf.data pairs), shared by the modes; the second measurement gets what is left
-                share = (self.budget * 2 / 3 if uses_data else self.budget) / len(modes)
+                # one budget per pair, shared by the modes: a measurement stops as soon as its verdict is decided,
+                # so an undecided one may use its whole share; an "optimizations off" one (tf.data pairs not
+                # `faster`) gets what is left, at least a quarter of the budget
+                share = self.budget / len(modes)
                 spent = 0.0
                 for i, mode in enumerate(modes):
                     if i:
@@ -395,10 +424,10 @@ class PairRunner:
     def _uses_tf_data(self, kind: str) -> bool:
         return kind == "dataset" or bool(re.search(r"\bDataset\b|TFRecordDataset|TextLineDataset", self.text))
 
-    def _done(self, ratios: list[float]) -> bool:
+    def _done(self, ratios: list[float], seconds: float, budget: float) -> bool:
         if self.pairs:
             return len(ratios) >= self.pairs
-        return bench.enough_pairs(ratios)
+        return bench.enough_pairs(ratios, seconds, min_seconds=min(bench.STOP_MIN_S, budget / 4))
 
     def measure(self, a: Worker, b: Worker, mode: str, static_opts: bool, budget: float) -> Measurement:
         m = Measurement(mode, static_opts, load=_load())
@@ -414,8 +443,8 @@ class PairRunner:
         last_pair = 0.0
         m.stopped = "budget"
         while True:
-            if self._done(ratios):
-                m.stopped = ("pairs" if self.pairs else "max pairs" if len(ratios) >= bench.MAX_PAIRS else "stable")
+            if self._done(ratios, time.monotonic() - start, budget):
+                m.stopped = ("pairs" if self.pairs else "max pairs" if len(ratios) >= bench.MAX_PAIRS else "decided")
                 break
             elapsed = time.monotonic() - start
             n = len(m.pairs)
@@ -438,8 +467,8 @@ class PairRunner:
             s = bench.summarize(ratios)
             if s:
                 self.progress.update(
-                    f"{self.label}{tag}: pair {len(ratios)}  median {s.median:.2f}x  "
-                    f"IQR {s.q1:.2f}-{s.q3:.2f}  {time.monotonic() - start:.0f}/{budget:.0f} s"
+                    f"{self.label}{tag}: pair {len(ratios)}  median {s.median:.2f}x  {bench.CONFIDENCE:.0%} CI "
+                    f"{s.ci_low:.2f}-{s.ci_high:.2f}  {time.monotonic() - start:.0f}/{budget:.0f} s"
                 )
         m.seconds = time.monotonic() - start
         m.load = max(m.load, _load())
@@ -598,7 +627,7 @@ def _fmt_rate(x: Optional[float], unit: str) -> str:
 def _fmt_speed(s: Optional[bench.Summary]) -> str:
     if s is None:
         return "-"
-    return f"{s.median:.2f}x ({s.q1:.2f}-{s.q3:.2f})"
+    return f"{s.median:.2f}x ({s.ci_low:.2f}-{s.ci_high:.2f})"
 
 
 def _equiv_cell(e: Optional[bench.Equivalence]) -> str:
@@ -611,7 +640,7 @@ def _equiv_cell(e: Optional[bench.Equivalence]) -> str:
 
 def render_table(results: list[VariantResult], pending: list[tuple[Target, list[str]]],
                  skipped: Optional[list[tuple[Target, str, str]]] = None) -> str:
-    rows = [("pair", "rule", "fix", "equal", "before", "after", "speedup (IQR)", "trials", "CPU", "verdict",
+    rows = [("pair", "rule", "fix", "equal", "before", "after", "speedup (90% CI)", "trials", "CPU", "verdict",
              "static opts off")]
     for r in results:
         m = r.primary
@@ -651,9 +680,8 @@ def render_table(results: list[VariantResult], pending: list[tuple[Target, list[
         if r.note:
             notes.append(f"{where}: {r.note}")
         m = r.primary
-        if m is not None and m.stopped == "budget" and m.verdict == bench.INCONCLUSIVE:
-            notes.append(f"{where}: the time budget ended after {len(m.pairs)} pairs, before the spread and the median "
-                         f"settled (--budget or --pairs for more)")
+        if m is not None and m.verdict == bench.INCONCLUSIVE and m.why_inconclusive():
+            notes.append(f"{where}: {m.why_inconclusive()}")
     for t, fired in pending:
         notes.append(f"{t.path.name}::{t.factory}: {pending_reason(t, fired)}")
     for t, _, why in skipped or []:
@@ -667,10 +695,10 @@ def render_table(results: list[VariantResult], pending: list[tuple[Target, list[
         if busiest > cores:
             head.append(f"Warning: the machine was busy (1-minute load average up to {busiest:.1f} on {cores} cores): "
                         "other processes make these timings noisier")
-    head.append(f"A/B interleaved; trials >= {bench.MIN_TRIAL_S:g} s; speedup = before/after wall time per run "
-                f"(median, interquartile range); verdict needs >= {bench.MIN_PAIRS} pairs, a median beyond the noise "
-                f"band {1 / bench.NOISE:.2f}-{bench.NOISE:.2f}x and a one-sided sign test p < {bench.ALPHA:g} that the "
-                "pairs are beyond it too")
+    head.append(f"A/B interleaved (ABBA); trials >= {bench.MIN_TRIAL_S:g} s; speedup = before/after wall time per run: "
+                f"the median over the pairs and its {bench.CONFIDENCE:.0%} confidence interval; faster/slower when the "
+                f"whole interval is beyond {bench.MARGIN:g}x / {1 / bench.MARGIN:g}x, no difference when it is wholly "
+                f"inside {1 / bench.MARGIN:g}-{bench.MARGIN:g}x (>= {bench.MIN_PAIRS} pairs)")
     return "\n".join(head + [""] + lines + ([""] + notes if notes else [])) + "\n"
 
 
@@ -730,9 +758,10 @@ def run_verify(args) -> int:
                            for t, fired in pending],
                "unmeasured": [{"file": str(t.path), "factory": t.factory, "rule": code, "reason": why}
                               for t, code, why in skipped],
-               "settings": {"min_pairs": bench.MIN_PAIRS, "min_trial_s": bench.MIN_TRIAL_S, "noise": bench.NOISE,
-                            "alpha": bench.ALPHA, "confidence": bench.CONFIDENCE,
-                            "stable_spread": bench.STABLE_SPREAD, "budget_s": budget, "pairs": args.pairs,
+               "settings": {"min_pairs": bench.MIN_PAIRS, "stop_min_pairs": bench.STOP_MIN_PAIRS,
+                            "stop_min_s": bench.STOP_MIN_S, "max_pairs": bench.MAX_PAIRS,
+                            "min_trial_s": bench.MIN_TRIAL_S, "margin": bench.MARGIN,
+                            "confidence": bench.CONFIDENCE, "budget_s": budget, "pairs": args.pairs,
                             "timeout_s": args.timeout},
                "verified": sum(r.status != "not run" for r in results),
                "nothing_verified": nothing_verified(results, pending)}
