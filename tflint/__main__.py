@@ -9,6 +9,6 @@ if sys.path and sys.path[0] in ("", os.getcwd()):
     if os.path.abspath(sys.path[0] or ".") != _here:
         del sys.path[0]
 
-from .cli import main  # noqa: E402
+from .cli import entry  # noqa: E402
 
-raise SystemExit(main())
+entry()

@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +96,8 @@ def process_text(
         result.messages.append(f"{path}: {exc}")
         return _not_written(result, text, path, settings)
     if diff:
+        import difflib  # only --diff shows one
+
         result.diff = "".join(
             difflib.unified_diff(
                 text.splitlines(keepends=True), new_text.splitlines(keepends=True), fromfile=path, tofile=path

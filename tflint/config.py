@@ -6,7 +6,6 @@ key, code or rule name is an error that names it and where it was found.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
@@ -15,10 +14,6 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_TARGET = (2, 21)
 KNOWN_KEYS = {
@@ -246,6 +241,8 @@ class Config:
             "explicit": self.target_explicit, "min_impact": self.min_impact, "tests": self.test_files,
             "rules": self.rule_options, "dsf": self.dataset_functions, "dirs": [str(p) for p in self.rules_dirs],
         }
+        import hashlib  # only the result cache asks (hashlib loads OpenSSL: a few ms of every start-up)
+
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -309,6 +306,12 @@ def _expected(default: Any) -> str:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    # imported here: a run with no configuration file reads none (tomllib and its imports are a measurable part of a
+    # one-file run's start-up)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)

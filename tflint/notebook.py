@@ -21,8 +21,9 @@ from functools import lru_cache
 from typing import Any, Iterable, Optional
 
 from .findings import Edit, Finding, Fix, Position
+from .source import CELL_MARKER
 
-MARKER = "# <tflint-cell>"
+MARKER = CELL_MARKER
 _MAGIC_RESTORE = re.compile(r"^(\s*)(?:pass  )?# tflint-magic(-raw)?: ?(.*)$")
 
 

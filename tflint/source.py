@@ -12,13 +12,15 @@ import io
 import os
 import re
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 MAX_BYTES = 10 * 1024 * 1024  # files above this are reported, not parsed
+# the comment line that separates a notebook's cells in the text tflint analyses (tflint.notebook joins them); here,
+# not in tflint.notebook, so that the rules that read it do not import the notebook machinery in every run
+CELL_MARKER = "# <tflint-cell>"
 
 
 class SourceError(Exception):
@@ -104,6 +106,8 @@ def write_atomic(path: str, data: bytes, expected: Optional[bytes] = None) -> No
         mode = real.stat().st_mode & 0o7777
     except OSError:
         mode = 0o644
+    import tempfile  # only a fix writes (tempfile imports shutil, random, bz2, lzma: start-up time of every run)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tflint.tmp", dir=str(real.parent))
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -24,7 +24,6 @@ Questions (keys of the record):
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, Optional, Protocol
 
@@ -36,7 +35,9 @@ class ProjectFacts(Protocol):
 
 def fingerprint(answer: Any) -> str:
     if answer is None:
-        return ""
+        return ""  # every answer of a run without project facts: no hashlib (OpenSSL) in a one-file run's start-up
+    import hashlib
+
     return hashlib.sha1(json.dumps(answer, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

@@ -15,6 +15,7 @@ import libcst as cst
 
 from ...findings import Applicability
 from ...semantics.datasets import DATASET_METHODS
+from ...source import CELL_MARKER
 from ..base import Check, NodeEdit
 
 # Methods in DATASET_METHODS that return something other than a new dataset (or are not Dataset methods at all)
@@ -24,7 +25,6 @@ TRANSFORMATIONS = DATASET_METHODS - NOT_A_TRANSFORMATION
 RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp", "assertRaisesOpError",
                     "assertRaisesWithPredicateMatch", "assertRaisesIncompatibleShapesError"})
 TEST_FRAMEWORK = re.compile(r"\bimport pytest\b|\bunittest\b|\btf\.test\.|\babsltest\b|\bparameterized\b")
-CELL_MARKER = "# <tflint-cell>"  # tflint.notebook.MARKER: how the joined text of a notebook separates its cells
 
 
 class DiscardedDatasetTransformation(Check):

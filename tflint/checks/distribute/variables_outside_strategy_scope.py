@@ -5,7 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ...notebook import MARKER
+from ...source import CELL_MARKER as MARKER
 from ..base import Check
 from ..common import nodes_under
 from ..keras.models import model_constructor
