@@ -43,7 +43,7 @@ def test_wheel_contains_rules_and_package(wheel):
     assert any(n.startswith("tflint/checks/data/") for n in names)
     assert not any(n.startswith(("tests/", "fixtures/")) for n in names)
     meta = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "tflint = tflint.cli:main" in zipfile.ZipFile(wheel).read(meta).decode()
+    assert "tflint = tflint.cli:entry" in zipfile.ZipFile(wheel).read(meta).decode()
 
 
 def test_installed_wheel_in_fresh_venv(wheel, tmp_path):
