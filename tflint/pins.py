@@ -274,7 +274,9 @@ def pip_installs(text: str) -> str:
     return "\n".join(out)
 
 
-def _project_texts(folder: Path) -> list[tuple[str, str]]:
+@lru_cache(maxsize=4096)
+def _project_texts(folder: Path) -> tuple[tuple[str, str], ...]:
+    """The project files of one folder, read once per run (its pins and its unpinned requirements both read them)."""
     names = [folder / n for n in PROJECT_FILES]
     names += sorted(folder.glob("requirements*.txt")) + sorted(folder.glob("requirements/*.txt"))
     out = []
@@ -287,7 +289,7 @@ def _project_texts(folder: Path) -> list[tuple[str, str]]:
                 out.append((p.name if p.parent == folder else f"{p.parent.name}/{p.name}", text))
         except OSError:
             continue
-    return out
+    return tuple(out)
 
 
 # An AI Platform (Cloud ML Engine) training job's runtime in its YAML config (`trainingInput: runtimeVersion: "1.4"`)
@@ -409,6 +411,7 @@ def _clear_pins() -> None:
     """Forget every folder's pins (a pins file changed): every cache."""
     _folder_cache_clear()
     _pins_here.cache_clear()
+    _project_texts.cache_clear()
     _real_folder.cache_clear()
 
 

@@ -237,9 +237,9 @@ class Functions:
             if self.tf_function_decorator(fn) is not None:
                 found[id(fn)] = "decorated"
                 by_id[id(fn)] = fn
-            elif fn.name.value in KERAS_STEP_METHODS and not self._step_called_by_hand(fn):
+            elif fn.name.value in KERAS_STEP_METHODS:
                 cls = self.index.parent(self.index.parent(fn) or fn)
-                if isinstance(cls, cst.ClassDef) and self._is_keras_class(cls):
+                if isinstance(cls, cst.ClassDef) and self._is_keras_class(cls) and not self._step_called_by_hand(fn):
                     found[id(fn)] = "keras-step"
                     by_id[id(fn)] = fn
         if self.project is not None:
@@ -377,18 +377,23 @@ class Functions:
     def in_tf_function(self, node: cst.CSTNode) -> bool:
         return self.tf_function_of(node) is not None
 
-    def _is_keras_class(self, cls: cst.ClassDef, depth: int = 0) -> bool:
+    def _is_keras_class(self, cls: cst.ClassDef) -> bool:
+        return self.derives_from(cls, is_keras_layer_or_model)
+
+    def derives_from(self, cls: cst.ClassDef, base_is, depth: int = 0) -> bool:
+        """A base of `cls`, or of a same-file class it derives from (five levels at most), has a qualified name that
+        `base_is` accepts (`is_keras_layer_or_model`, a TF-Agents prefix)."""
         if depth > 5:
             return False
         for base in cls.bases:
             q = self.names.qualified_name(base.value)
-            if q and is_keras_layer_or_model(q):
+            if q and base_is(q):
                 return True
             if isinstance(base.value, cst.Name):
                 b = self.index.lookup(base.value.value, base.value)
-                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
-                    if self._is_keras_class(b.node, depth + 1):
-                        return True
+                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef) \
+                        and self.derives_from(b.node, base_is, depth + 1):
+                    return True
         return False
 
     def _step_called_by_hand(self, fn: cst.FunctionDef) -> bool:
@@ -426,21 +431,7 @@ class Functions:
         if not (isinstance(fn, cst.FunctionDef) and fn.name.value in TF_AGENTS_HOOKS):
             return False
         cls = self.index.parent(self.index.parent(fn) or fn)
-        return isinstance(cls, cst.ClassDef) and self._derives_from(cls, ("tf_agents.",))
-
-    def _derives_from(self, cls: cst.ClassDef, prefixes: tuple[str, ...], depth: int = 0) -> bool:
-        if depth > 5:
-            return False
-        for base in cls.bases:
-            q = self.names.qualified_name(base.value)
-            if q and q.startswith(prefixes):
-                return True
-            if isinstance(base.value, cst.Name):
-                b = self.index.lookup(base.value.value, base.value)
-                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef) \
-                        and self._derives_from(b.node, prefixes, depth + 1):
-                    return True
-        return False
+        return isinstance(cls, cst.ClassDef) and self.derives_from(cls, lambda q: q.startswith("tf_agents."))
 
     def _looks_like_strategy(self, expr: cst.BaseExpression) -> bool:
         q = self.names.qualified_name(expr)

@@ -10,7 +10,7 @@ from ...findings import Applicability
 from ...semantics import NOT_LITERAL, Pipeline, get_arg, literal_value
 from ..base import Check
 from ...semantics.tensors import tensors_of
-from .chain import EVALUATION, cheap_function, downstream, eval_branch, evaluation_pipeline, mapped_fn, method_of
+from .chain import EVALUATION, cheap_function, downstream, evaluation_pipeline, mapped_fn, method_of
 from .consumption import TF1_ITERATOR_FUNCS, TF1_ITERATOR_METHODS
 from ..redundancy.sessions import is_session
 from ..common import (
@@ -163,9 +163,9 @@ class DatasetWithoutPrefetch(Check):
             return
         self._reported.add(id(last.call))
         if evaluation_pipeline(self.sem, last.call, p):
-            return  # a validation, test or inference input: read once per evaluation or request
-        if eval_branch(self.sem, last.call):
-            return  # the evaluation branch of an input function: read once per evaluation (round 20, not worth)
+            # a validation, test or inference input (by its names, its split argument, or the evaluation branch of an
+            # input function: round 20, not worth): read once per evaluation or request
+            return
         disabled = optimization_disabled(self.ctx.text, "inject_prefetch", self.sem)
         if self.target_version >= INJECT_PREFETCH_SINCE and not disabled:
             return  # tf.data's `inject_prefetch` (default since 2.11) adds the final prefetch itself

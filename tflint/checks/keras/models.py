@@ -19,19 +19,8 @@ from ...semantics import Semantics
 from ...semantics.keras_api import FUNCTIONAL, MODEL_CLASSES, MODEL_CONSTRUCTORS, SEQUENTIAL  # noqa: F401 (re-exported)
 
 
-def _keras_model_class(sem: Semantics, cls: cst.ClassDef, depth: int = 0) -> bool:
-    if depth > 5:
-        return False
-    for base in cls.bases:
-        q = sem.names.qualified_name(base.value)
-        if q in MODEL_CLASSES:
-            return True
-        if isinstance(base.value, cst.Name):
-            b = sem.index.lookup(base.value.value, base.value)
-            if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
-                if _keras_model_class(sem, b.node, depth + 1):
-                    return True
-    return False
+def _keras_model_class(sem: Semantics, cls: cst.ClassDef) -> bool:
+    return sem.functions.derives_from(cls, MODEL_CLASSES.__contains__)
 
 
 def model_constructor(sem: Semantics, call: cst.Call, _depth: int = 0) -> Optional[str]:
