@@ -8,6 +8,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from ..semantics import Semantics, get_arg, literal_value
+from ..semantics.tensors import tensors_of
 
 # Calls whose result depends on hidden state or that act on the outside world: a function that calls one is not
 # pure, so running it in parallel may change results (random streams) or effects (printing, Python code).
@@ -336,6 +337,57 @@ def iterated_values(sem, expr: cst.BaseExpression, depth: int = 0) -> list:
                 out.extend(iterated_values(sem, a.value, depth + 1))
         return out
     return [expr]
+
+
+def runs_at_most(sem: Semantics, node: cst.CSTNode, depth: int = 0) -> Optional[int]:
+    """At most how many times `node` runs, when every loop around it and around its function's call sites has a
+    bound the code spells (`for epoch in range(10)`, `epochs = range(10)`); None when unknown (a function with no
+    call site in the file runs unknown times)."""
+    if depth > 3:
+        return None
+    owner = sem.functions.owner(node)
+    loops = [lp for lp in sem.index.enclosing_loops(node) if sem.functions.owner(lp) is owner]
+    if owner is None:
+        return _product(sem, loops, None, None)  # module level (a script, a notebook's cells): runs once
+    sites = tensors_of(sem).call_sites(owner)
+    if not sites:
+        return None
+    runs = 0
+    for site, _ in sites:
+        # a loop over `range(steps)` of a parameter: the bound each call site passes (`forecast(model, 14)`)
+        total = _product(sem, loops, owner, site)
+        n = runs_at_most(sem, site, depth + 1) if total is not None else None
+        if n is None:
+            return None
+        runs += total * n
+    return runs
+
+
+def _product(sem: Semantics, loops: list, owner, site: Optional[cst.Call]) -> Optional[int]:
+    total = 1
+    for lp in loops:
+        bound = loop_bound(sem, lp)
+        if bound is None and site is not None:
+            bound = _bound_at(sem, lp, owner, site)
+        if bound is None:
+            return None
+        total *= bound
+    return total
+
+
+def _bound_at(sem: Semantics, loop: cst.CSTNode, owner, site: cst.Call) -> Optional[int]:
+    """`for _ in range(steps)` with `steps` a parameter of `owner`: the int `site` passes for it."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and sem.call_name(loop.iter) == "builtins.range"):
+        return None
+    args = [a for a in loop.iter.args if a.keyword is None and not a.star]
+    if len(args) != 1 or len(loop.iter.args) != 1 or not isinstance(args[0].value, cst.Name):
+        return None
+    name = args[0].value.value
+    params = [p for p in sem.functions.iter_params(owner) if p.name.value == name]
+    b = sem.index.lookup(name, loop)
+    if len(params) != 1 or b is None or b.kind != "param":
+        return None
+    return constant_int(sem, tensors_of(sem).argument_at(owner, params[0], site))
 
 
 def is_small_loop(sem: Semantics, loop: cst.CSTNode) -> bool:

@@ -121,13 +121,46 @@ def _handed_in_generator(p: Pipeline, sem) -> bool:
     return b is not None and b.kind == "param"
 
 
-def _in_memory(p: Pipeline, sem) -> bool:
+def _in_memory(p: Pipeline, sem, depth: int = 3) -> bool:
     """`from_tensor_slices((x_train, y_train)).shuffle(10000).batch(128)`: slices of arrays already in memory,
-    shuffled and batched (the in-memory MNIST of many examples): producing a batch costs microseconds."""
+    shuffled and batched (the in-memory MNIST of many examples): producing a batch costs microseconds. A
+    `Dataset.zip((features, labels))` of such pipelines is one too (round 21: a DataFrame's features and its labels
+    sliced, batched and repeated separately, then zipped, judged not worth acting on)."""
     call = p.source.call
-    if call is None or not isinstance(call.func, cst.Attribute) or call.func.attr.value not in IN_MEMORY_SOURCES:
+    if call is None or not isinstance(call.func, cst.Attribute):
+        return False
+    if p.source.kind == "zip":
+        members = _zip_members(call)
+        if depth <= 0 or not members:
+            return False
+        for m in members:
+            q = sem.datasets.pipeline(m)
+            if q is None or not _in_memory(q, sem, depth - 1):
+                return False
+    elif call.func.attr.value not in IN_MEMORY_SOURCES:
         return False
     return _only_assembly(p, sem, 1)
+
+
+def _zip_members(call: cst.Call) -> list[cst.BaseExpression]:
+    """The datasets `Dataset.zip((a, b))`, `Dataset.zip(a, b)` or `Dataset.zip({"x": a, "y": b})` combines; empty
+    when one is spelled otherwise (a starred argument, a name bound to a tuple)."""
+    args = [a for a in call.args if a.keyword is None or a.keyword.value == "datasets"]
+    if len(args) != len(call.args) or any(a.star for a in args):
+        return []
+    if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)):
+        elements = args[0].value.elements
+        if any(isinstance(e, cst.StarredElement) for e in elements):
+            return []
+        return [e.value for e in elements]
+    if len(args) == 1 and isinstance(args[0].value, cst.Dict):
+        elements = args[0].value.elements
+        if any(not isinstance(e, cst.DictElement) for e in elements):
+            return []
+        return [e.value for e in elements]
+    if len(args) == 1:
+        return []  # a name bound to a tuple elsewhere: not followed
+    return [a.value for a in args]
 
 
 def _assembled_from_memory_cache(p: Pipeline, sem) -> bool:

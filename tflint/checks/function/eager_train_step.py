@@ -16,12 +16,15 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check, NodeEdit
-from ..common import APPLY_METHODS, SMALL_LOOP, loop_bound
+from ..common import APPLY_METHODS, SMALL_LOOP, runs_at_most
 from ._graph import LIST_MUTATORS, indentation, is_outer_container, spell, tensors, walk
 
 _CONTRIB_EAGER = re.compile(r"\bcontrib\.eager\b|\bfrom tensorflow\.contrib import eager\b")
 EFFECT_PREFIXES = ("builtins.print", "builtins.open", "builtins.input", "logging.", "time.", "tqdm.", "os.",
                    "sys.", "wandb.", "mlflow.", "absl.logging.", "json.", "pickle.", "random.", "shutil.")
+_VARIABLE = ("tensorflow.Variable", "tensorflow.compat.v1.Variable")
+_SCALAR_RANDOM = ("numpy.random.randn", "numpy.random.rand", "numpy.random.random", "numpy.random.normal",
+                  "numpy.random.uniform", "random.random", "random.gauss")
 NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"})
 
 
@@ -56,7 +59,7 @@ class EagerTrainStep(Check):
                 or self._loops_inline(node):
             return
         call = self._loop_call(node)
-        if call is None:
+        if call is None or self._scalar_model(self.functions.calls_in(node)):
             return
         message = (f"`{node.name.value}` computes gradients and applies them, and is called in a loop, but runs "
                    "eagerly (op by op, in Python): wrapping it in `tf.function` runs each step as one graph")
@@ -125,11 +128,63 @@ class EagerTrainStep(Check):
             inner_loops = [lp for lp in self.index.enclosing_loops(w) if isinstance(lp, (cst.For, cst.While))]
             if not inner_loops or inner_loops[0] is not loop:
                 continue  # reported for the innermost loop
-            if applies_update(walk(loop.body, cst.Call)) and not self._few_steps(w):
+            calls = walk(loop.body, cst.Call)
+            if applies_update(calls) and not self._few_steps(w) and not self._scalar_model(calls):
                 self.report(w, "A GradientTape training step written inline in a loop runs eagerly (op by op, in "
                                "Python); move the step into a function decorated with `@tf.function` and call it "
                                "in the loop")
             return
+
+    def _scalar_model(self, calls) -> bool:
+        """Every `tape.gradient(loss, sources)` differentiates with respect to scalar variables only (`W =
+        tf.Variable(0.0)`, `b = tf.Variable(np.random.randn())`, a `tf.Module` whose `__init__` holds only such
+        variables): the two-number linear regressions of TensorFlow's guides and textbooks, a few ops per step, so
+        the whole loop runs in milliseconds eagerly and a trace costs about as much (round 22: eight such loops,
+        each judged not worth acting on). Sources spelled any other way (a model's layers, a parameter, an
+        attribute) keep the finding."""
+        grads = [c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "gradient"]
+        if not grads:
+            return False
+        for g in grads:
+            sources = get_arg(g, "sources", 1)
+            if sources is None or not self._scalar_variables(sources.value, 0):
+                return False
+        return True
+
+    def _scalar_variables(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if depth > 3:
+            return False
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return bool(expr.elements) and all(
+                not isinstance(e, cst.StarredElement) and self._scalar_variables(e.value, depth + 1)
+                for e in expr.elements)
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("trainable_variables", "variables"):
+            cls = self.functions.instance_class(expr.value)
+            init = self.functions.method(cls, "__init__") if cls is not None else None
+            if init is None or self.functions.is_keras_class(cls):
+                return False
+            held = self.index.self_assignments(cls)
+            return bool(held) and all(self._scalar_variable(v) for values in held.values() for v in values)
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            if b is None or b.kind != "assign" or b.value is None:
+                return False
+            return self._scalar_variable(b.value) or self._scalar_variables(b.value, depth + 1)
+        return False
+
+    def _scalar_variable(self, value: cst.BaseExpression) -> bool:
+        """`tf.Variable(0.0)`, `tf.Variable(-1)`, `tf.Variable(np.random.randn())`, `tf.Variable(5.0, name="w")`."""
+        if not (isinstance(value, cst.Call) and self.names.call_name(value) in _VARIABLE):
+            return False
+        init = get_arg(value, "initial_value", 0)
+        if init is None:
+            return False
+        v = init.value
+        if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, (cst.Minus, cst.Plus)):
+            v = v.expression
+        if isinstance(v, (cst.Integer, cst.Float)):
+            return True
+        return isinstance(v, cst.Call) and not v.args and self.names.call_name(v) in _SCALAR_RANDOM
 
     def _few_steps(self, node: cst.CSTNode) -> bool:
         """The loops around `node` have bounds the code spells (`for epoch in range(10)`, `epochs = range(10)`), also
@@ -138,35 +193,8 @@ class EagerTrainStep(Check):
         two-variable tape step took 175 ms against 18.6 ms per eager step and 2.1 ms per graph step, even after 11
         steps; a 64-unit Keras MLP's, 464 ms against 110 ms and 1.8 ms, after 4). Round 22: TensorFlow's guides
         train ten times to show the loop, judged not worth acting on."""
-        runs = self._runs(node, 0)
+        runs = runs_at_most(self.sem, node)
         return runs is not None and runs <= SMALL_LOOP
-
-    def _runs(self, node: cst.CSTNode, depth: int) -> Optional[int]:
-        """At most how many times `node` runs, when every loop around it and around its function's call sites has a
-        bound the code spells; None when unknown (a function with no call site in the file runs unknown times)."""
-        if depth > 3:
-            return None
-        owner = self.functions.owner(node)
-        total = 1
-        for lp in self.index.enclosing_loops(node):
-            if not isinstance(lp, (cst.For, cst.While)) or self.functions.owner(lp) is not owner:
-                continue
-            bound = loop_bound(self.sem, lp)
-            if bound is None:
-                return None
-            total *= bound
-        if owner is None:
-            return total  # module level (a script, a notebook's cells): runs once
-        sites = tensors(self).call_sites(owner)
-        if not sites:
-            return None
-        outer = 0
-        for site, _ in sites:
-            n = self._runs(site, depth + 1)
-            if n is None:
-                return None
-            outer += n
-        return total * outer
 
     # -- preconditions -----------------------------------------------------------------------------------
     def _precondition_failure(self, fn: cst.FunctionDef) -> Optional[str]:
