@@ -326,13 +326,13 @@ class EagerTrainStep(Check):
             f = call.func
             if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
                 receivers.setdefault(f.value.value, []).append(f.attr.value)
-        params = [(i, p) for i, p in enumerate(positional) if p.name.value in receivers]
+        params = [p for p in positional if p.name.value in receivers]
         if not params:
             return None
         for site, _ in tensors(self).call_sites(fn):
-            for i, param in params:
-                arg = get_arg(site, param.name.value, i)
-                cls = self.functions.instance_class(arg.value) if arg is not None else None
+            for param in params:
+                arg = tensors(self).argument_at(fn, param, site)  # a method's `self` is not a call-site argument
+                cls = self.functions.instance_class(arg) if arg is not None else None
                 if cls is None:
                     continue
                 for method_name in receivers[param.name.value]:
