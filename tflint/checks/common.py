@@ -253,13 +253,19 @@ def constant_int(sem: Semantics, expr: Optional[cst.BaseExpression]) -> Optional
     v = literal_int(expr)
     if v is not None or not isinstance(expr, cst.Name):
         return v
-    b = sem.index.lookup(expr.value, expr)
-    if b is None or b.kind not in ("assign", "annassign") or b.value is None or b.scope is None:
+    return literal_int(sole_value(sem, expr, ("assign", "annassign")))
+
+
+def sole_value(sem: Semantics, name: cst.Name, kinds=("assign",)) -> Optional[cst.BaseExpression]:
+    """The value assigned to `name` by its only binding in its scope (`BATCH_SIZE = 32`, `epochs = range(10)`);
+    None for a name bound twice, a parameter, an import."""
+    b = sem.index.lookup(name.value, name)
+    if b is None or b.kind not in kinds or b.value is None or b.scope is None:
         return None
     scope = sem.index.scopes.get(id(b.scope))
-    if scope is None or len(scope.bindings.get(expr.value, ())) != 1:
+    if scope is None or len(scope.bindings.get(name.value, ())) != 1:
         return None
-    return literal_int(b.value)
+    return b.value
 
 
 def loop_bound(sem: Semantics, loop: cst.CSTNode) -> Optional[int]:
@@ -286,13 +292,8 @@ def _bound(sem: Semantics, expr: cst.BaseExpression, depth: int = 0) -> Optional
         return None
     if isinstance(expr, cst.Name):
         # `epochs = range(10)` ... `for epoch in epochs:` (the name's only binding in its scope)
-        b = sem.index.lookup(expr.value, expr)
-        if b is None or b.kind != "assign" or b.value is None or b.scope is None:
-            return None
-        scope = sem.index.scopes.get(id(b.scope))
-        if scope is None or len(scope.bindings.get(expr.value, ())) != 1:
-            return None
-        return _bound(sem, b.value, depth + 1)
+        value = sole_value(sem, expr)
+        return _bound(sem, value, depth + 1) if value is not None else None
     if not isinstance(expr, cst.Call):
         return None
     q = sem.call_name(expr)

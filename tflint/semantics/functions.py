@@ -380,21 +380,26 @@ class Functions:
     def _is_keras_class(self, cls: cst.ClassDef) -> bool:
         return self.derives_from(cls, is_keras_layer_or_model)
 
-    def derives_from(self, cls: cst.ClassDef, base_is, depth: int = 0) -> bool:
+    def derives_from(self, cls: cst.ClassDef, base_is) -> bool:
         """A base of `cls`, or of a same-file class it derives from (five levels at most), has a qualified name that
         `base_is` accepts (`is_keras_layer_or_model`, a TF-Agents prefix)."""
-        if depth > 5:
-            return False
-        for base in cls.bases:
-            q = self.names.qualified_name(base.value)
-            if q and base_is(q):
-                return True
-            if isinstance(base.value, cst.Name):
-                b = self.index.lookup(base.value.value, base.value)
-                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef) \
-                        and self.derives_from(b.node, base_is, depth + 1):
+        for c in self.lineage(cls):
+            for base in c.bases:
+                q = self.names.qualified_name(base.value)
+                if q and base_is(q):
                     return True
         return False
+
+    def lineage(self, cls: cst.ClassDef, depth: int = 0) -> Iterable[cst.ClassDef]:
+        """`cls`, then the same-file classes it derives from, depth first (five levels at most)."""
+        yield cls
+        if depth >= 5:
+            return
+        for base in cls.bases:
+            if isinstance(base.value, cst.Name):
+                b = self.index.lookup(base.value.value, base.value)
+                if b is not None and b.kind == "class" and isinstance(b.node, cst.ClassDef):
+                    yield from self.lineage(b.node, depth + 1)
 
     def _step_called_by_hand(self, fn: cst.FunctionDef) -> bool:
         """The file calls a Keras step method itself (`model.train_step([x, y])` in a Python loop, outside any

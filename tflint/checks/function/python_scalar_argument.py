@@ -150,10 +150,9 @@ class PythonScalarArgument(Check):
                     any(isinstance(x, cst.Float) or (isinstance(x, cst.UnaryOperation) and isinstance(x.expression, cst.Float))
                         for x in sides):
                 return True
-        for sub in self.functions.body_nodes(fn, cst.Subscript):
+        for sub, _ in self._indexed_by(fn, name):
             # `SCALES[i]` with `SCALES = [1.0, 2.0]`: a Python list, tuple or dict cannot be indexed by a tensor
-            if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.value, cst.Name) \
-                    and any(n.value == name for n in walk(sub.slice[0].slice.value, cst.Name)):
+            if isinstance(sub.value, cst.Name):
                 b = self.index.lookup(sub.value.value, sub.value)
                 if b is not None and isinstance(b.value, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp)):
                     return True
@@ -184,10 +183,8 @@ class PythonScalarArgument(Check):
         another object, a variable or layer of its own shape, so each value needs a graph of its own, and a
         tensor index would fail (round 21: google-research/rigl's per-layer Hessian rows, judged false). Whether
         the container is a tensor is unknown, so the finding stays silent."""
-        name = param.name.value
-        for sub in self.functions.body_nodes(fn, cst.Subscript):
-            if not (len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
-                    and isinstance(sub.slice[0].slice.value, cst.Name) and sub.slice[0].slice.value.value == name):
+        for sub, exact in self._indexed_by(fn, param.name.value):
+            if not exact:
                 continue
             base = sub.value
             if isinstance(base, cst.Attribute):
@@ -202,6 +199,18 @@ class PythonScalarArgument(Check):
                 continue  # a tensor: a tensor index works
             return True  # a parameter, an import, `layers = build_layers()`: a Python structure of objects
         return False
+
+    def _indexed_by(self, fn, name: str) -> list[tuple[cst.Subscript, bool]]:
+        """The subscripts of `fn` with one index that mentions `name` (`table[i]`, `table[i + 1]`), each with whether
+        the index is the name itself."""
+        out = []
+        for sub in self.functions.body_nodes(fn, cst.Subscript):
+            if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+                continue
+            index = sub.slice[0].slice.value
+            if any(n.value == name for n in walk(index, cst.Name)):
+                out.append((sub, isinstance(index, cst.Name)))
+        return out
 
     def _jit_compiled(self, fn) -> bool:
         dec = self.functions.tf_function_decorator(fn) if isinstance(fn, cst.FunctionDef) else None

@@ -104,15 +104,8 @@ class PredictInLoop(Check):
             cls = self.index.enclosing_class(receiver)
         else:
             cls = self.functions.instance_class(receiver)
-        seen = 0
-        while cls is not None and seen < 5:
-            if self.functions.method(cls, "predict") is not None:
-                return True
-            base = next((b.value for b in cls.bases if isinstance(b.value, cst.Name)), None)
-            bb = self.index.lookup(base.value, base) if base is not None else None
-            cls = bb.node if bb is not None and bb.kind == "class" and isinstance(bb.node, cst.ClassDef) else None
-            seen += 1
-        return False
+        return cls is not None and any(self.functions.method(c, "predict") is not None
+                                       for c in self.functions.lineage(cls))
 
     def _batches_object(self, x: cst.BaseExpression) -> bool:
         """`x` is made by a class of this file that subclasses `keras.utils.Sequence`/`PyDataset`, by a generator
