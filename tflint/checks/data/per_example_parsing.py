@@ -9,7 +9,7 @@ import libcst as cst
 from ...findings import Applicability
 from ..base import Check, NodeEdit
 from ..common import calls_in_function
-from .chain import Polymorphism, cached_downstream, dataset_call, eval_branch, mapped_fn, single_use, swap_adjacent, swap_through_variable
+from .chain import Polymorphism, cached_downstream, dataset_call, evaluation_pipeline, mapped_fn, single_use, swap_adjacent, swap_through_variable
 
 PARSE_SINGLE = frozenset({"tensorflow.io.parse_single_example", "tensorflow.compat.v1.parse_single_example",
                           "tensorflow.compat.v1.io.parse_single_example", "tensorflow.parse_single_example"})
@@ -41,8 +41,10 @@ class PerExampleParsing(Check):
 
     def visit_Call(self, node: cst.Call) -> None:
         p = dataset_call(self.sem, node, BATCHING)
-        if p is None or eval_branch(self.sem, node):
-            return  # the evaluation branch of an input function: parsed once per evaluation (round 20, not worth)
+        if p is None or evaluation_pipeline(self.sem, node, p):
+            # an evaluation input (the evaluation branch of an input function, a `val…`/`eval…`/`test…` name, a
+            # validation split): parsed once per evaluation (rounds 20-22, not worth acting on)
+            return
         later_map = False
         for s in reversed(p.steps):
             if s.method == "cache":
@@ -66,8 +68,8 @@ class PerExampleParsing(Check):
             self._seen.add(id(s.call))
             if cached_downstream(self.sem, s.call) is not None:
                 return  # parsed once, in the first epoch: the cache after the batch replays the parsed batches
-            if eval_branch(self.sem, s.call):
-                return  # the evaluation branch of an input function: parsed once per evaluation (round 20)
+            if evaluation_pipeline(self.sem, s.call):
+                return  # an evaluation input: parsed once per evaluation (rounds 20-22)
             message = ("`tf.io.parse_single_example` mapped per element and then batched: parsing one record at a "
                        "time costs a kernel launch per example; batch the serialized records first and parse them "
                        "with `tf.io.parse_example` (vectorized)")
