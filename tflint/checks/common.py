@@ -391,6 +391,43 @@ def _bound_at(sem: Semantics, loop: cst.CSTNode, owner, site: cst.Call) -> Optio
     return constant_int(sem, tensors_of(sem).argument_at(owner, params[0], site))
 
 
+def periodic_guard(sem: Semantics, node: cst.CSTNode, loop: cst.CSTNode) -> Optional[int]:
+    """N when `node` sits, inside `loop`, under `if step % N == 0:` (or `!= 0` in its else, `not step % N`, `(i + 1) % N
+    == 0`) with N an int the code fixes: it runs once every N iterations; None otherwise."""
+    child = node
+    for a in sem.index.ancestors(node):
+        if a is loop:
+            return None
+        if isinstance(a, cst.If) and child is not a.test:
+            in_body = child is a.body
+            n = _modulo_zero(sem, a.test, in_body)
+            if n is not None:
+                return n
+        child = a
+    return None
+
+
+def _modulo_zero(sem: Semantics, test: cst.BaseExpression, in_body: bool) -> Optional[int]:
+    """`x % N == 0` is true once every N (so is `not x % N`); `x % N != 0` is, in its else."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _modulo(sem, test.expression) if in_body else None
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    comp = test.comparisons[0]
+    if literal_int(comp.comparator) != 0:
+        return None
+    if isinstance(comp.operator, cst.Equal) and in_body or isinstance(comp.operator, cst.NotEqual) and not in_body:
+        return _modulo(sem, test.left)
+    return None
+
+
+def _modulo(sem: Semantics, expr: cst.BaseExpression) -> Optional[int]:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        n = constant_int(sem, expr.right)
+        return n if n is not None and n > 1 else None
+    return None
+
+
 def is_small_loop(sem: Semantics, loop: cst.CSTNode) -> bool:
     bound = loop_bound(sem, loop)
     return bound is not None and bound <= SMALL_LOOP

@@ -8,7 +8,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
 from ..base import Check
-from ..common import display_code, is_small_loop, loop_bound, nodes_under, runs_at_most, user_paced, video_loop
+from ..common import display_code, is_small_loop, loop_bound, nodes_under, periodic_guard, runs_at_most, user_paced, video_loop
 from .models import is_model_value, resolve_value
 
 # Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
@@ -16,6 +16,8 @@ from .models import is_model_value, resolve_value
 EPOCH_METHODS = frozenset({"fit", "evaluate", "fit_generator", "evaluate_generator"})
 QUIET_KEYWORDS = frozenset({"verbose"})
 TRAIN_STEP_METHODS = frozenset({"train_on_batch", "test_on_batch"})  # Keras-only: no scikit-learn or PyTorch look-alike
+NUMPY_ON_BATCH_SINCE = (2, 2)  # predict_on_batch returns NumPy arrays again from TF 2.2 on
+PERIODIC = 10  # a predict once every this many iterations or more costs under 5 ms a step amortized
 ONE_OFF_CALLS = 100  # a top-level loop of at most this many predicts, run once: seconds of overhead in all
 
 
@@ -59,6 +61,9 @@ class PredictInLoop(Check):
             # Carlo dropout samples): what `predict` is for (2 judged false in round 19). A loop known to run many
             # times over the same batch is a timing loop, where predict's set-up is what gets measured (judged
             # true: TF-TRT's baselines, `for i in range(1000): model.predict(batch)`)
+        every = periodic_guard(self.sem, node, loops[0]) if via is None else None
+        if every is not None and every >= PERIODIC:
+            return  # `if step % 100 == 0: show(model.predict(z))`: once every 100 steps, under 1 ms a step amortized
         if self._epoch_loop(loops[0]) or is_small_loop(self.sem, loops[0]):
             return  # once per epoch, or a loop that runs a handful of times (a demo, a preview): no cost to speak of
         runs = runs_at_most(self.sem, node)
@@ -80,13 +85,22 @@ class PredictInLoop(Check):
         if via is not None and id(via) in self._through:
             where = (f"in a function called once per iteration of a loop (`{self.code_for(via.func)}(...)`, called "
                      f"by `{self.code_for(self._through[id(via)].func)}(...)` in the loop)")
+        # TF 2.0 and 2.1 return the model's output tensor from `predict_on_batch` for a compiled model (read from the
+        # wheels: 2.0.0's training_v2_utils `return model(inputs)`, 2.1.0's `return predict_on_batch_fn(inputs)`); 2.2
+        # converts it (`tf_utils.to_numpy_or_python_type(outputs)` in 2.2.0's training.py).
+        # An EagerTensor does not take item assignment (`q[0][action] = target`: round 24, judged false)
+        # and a multi-output model's list of tensors has no one-call conversion: no fix offered there
+        tensor_result = self.oldest_version < NUMPY_ON_BATCH_SINCE
+        returns = ("returns the same NumPy array" if not tensor_result else
+                   "returns the predictions (tensors before TF 2.2, which this project supports: convert them with "
+                   "`.numpy()` where the code assigns into them)")
         message = (f"`{model}.predict()` {where}: every call builds a data adapter and runs a predict loop for "
                    f"one input (about 40 ms per call on TF 2.21); for a single batch, `{model}.predict_on_batch(x)` "
-                   "runs the compiled predict function and returns the same NumPy array")
+                   f"runs the compiled predict function and {returns}")
         positional = [a for a in node.args if a.keyword is None and not a.star]
         keywords = [a for a in node.args if a.keyword is not None]
         if len(positional) == 1 and not self._python_list(positional[0].value, node) and all(k.keyword.value in QUIET_KEYWORDS for k in keywords) and not any(
-                a.star for a in node.args):
+                a.star for a in node.args) and not tensor_result:
             x = positional[0].value
             replacement = cst.parse_expression(f"{model}.predict_on_batch({self.code_for(x)})")
             self.report(node, message, start_node=func.attr, replacement=replacement,
