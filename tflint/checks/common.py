@@ -388,7 +388,7 @@ def _bound_at(sem: Semantics, loop: cst.CSTNode, owner, site: cst.Call) -> Optio
     b = sem.index.lookup(name, loop)
     if len(params) != 1 or b is None or b.kind != "param":
         return None
-    return constant_int(sem, tensors_of(sem).argument_at(owner, params[0], site))
+    return constant_int(sem, sem.functions.argument_at(owner, params[0], site))
 
 
 def periodic_guard(sem: Semantics, node: cst.CSTNode, loop: cst.CSTNode) -> Optional[int]:

@@ -344,11 +344,12 @@ class Datasets:
         return self._self_attrs[key]
 
     def _from_callers(self, param: cst.Param, fn) -> Optional[Pipeline]:
-        """An unannotated parameter of a function (not a method) that every call site passes a traced Dataset (the
-        file's own, and with project facts those in other modules): a dataset of unknown upstream (kind `param`),
-        like an annotated one."""
-        if not isinstance(fn, cst.FunctionDef) or isinstance(self.index.parent(self.index.parent(fn) or fn), cst.ClassDef):
+        """An unannotated parameter of a function or method that every call site passes a traced Dataset (the
+        file's own, and with project facts those in other modules for a module-level function): a dataset of unknown
+        upstream (kind `param`), like an annotated one."""
+        if not isinstance(fn, cst.FunctionDef):
             return None
+        method = isinstance(self.index.parent(self.index.parent(fn) or fn), cst.ClassDef)
         key = (id(fn), param.name.value)
         if key in self._param_memo:
             return self._param_memo[key]
@@ -364,14 +365,16 @@ class Datasets:
             if elsewhere is False:
                 return None
         for call in self.index.nodes(cst.Call):
-            if not (isinstance(call.func, cst.Name) and call.func.value == fn.name.value):
-                continue
-            if self.functions.resolve_callable(call.func) is not fn:
+            # a function's calls by name; a method's as `self.m(...)` / `obj.m(...)` (compare_gan's
+            # `self._replace_labels(split, ds)`, which returns `ds` on one path: round 24)
+            callee = call.func.attr.value if method and isinstance(call.func, cst.Attribute) else \
+                call.func.value if not method and isinstance(call.func, cst.Name) else None
+            if callee != fn.name.value or self.functions.resolve_callable(call.func) is not fn:
                 continue
             if any(a.star for a in call.args):
                 return None
-            arg = get_arg(call, name, pos)
-            if arg is None or self.pipeline(arg.value) is None:
+            value = self.functions.argument_at(fn, param, call)
+            if value is None or self.pipeline(value) is None:
                 return None
             sites += 1
         if sites or elsewhere:

@@ -132,6 +132,23 @@ class Functions:
                 return self.method(cls, expr.attr.value)
         return None
 
+    @staticmethod
+    def argument_at(fn, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The expression `call` passes to `fn`'s `param` (by keyword or by position, `self`/`cls` not counted);
+        None when it passes none or spreads `*args`/`**kwargs`."""
+        if any(a.star for a in call.args):
+            return None
+        positional = list(fn.params.posonly_params) + list(fn.params.params)
+        offset = 0
+        if isinstance(fn, cst.FunctionDef) and positional and positional[0].name.value in ("self", "cls"):
+            offset = 1
+        pos = None
+        for i, p in enumerate(positional):
+            if p is param:
+                pos = i - offset
+        arg = get_arg(call, param.name.value, pos if pos is not None and pos >= 0 else None)
+        return arg.value if arg is not None else None
+
     def returned_closure(self, factory: cst.FunctionDef) -> Optional[FunctionLike]:
         """The nested def or lambda a factory returns, when each of its returns gives that same one:
         `input_fn = file_based_input_fn_builder(path)` then `input_fn()` calls the builder's inner `input_fn`
@@ -389,6 +406,23 @@ class Functions:
                 if q and base_is(q):
                     return True
         return False
+
+    def overrides(self, fn: FunctionLike) -> list[cst.FunctionDef]:
+        """The methods of same-file subclasses that override method `fn` (`ImagenetDataset._train_transform_fn`
+        over the base class's identity `_train_transform_fn`): what `self._train_transform_fn` may run."""
+        if not isinstance(fn, cst.FunctionDef):
+            return []
+        cls = self.index.enclosing_class(fn)
+        if cls is None or self.method(cls, fn.name.value) is not fn:
+            return []
+        out = []
+        for other in self.index.nodes(cst.ClassDef):
+            if other is cls or not any(c is cls for c in self.lineage(other)):
+                continue
+            m = self.method(other, fn.name.value)
+            if m is not None and m is not fn:
+                out.append(m)
+        return out
 
     def lineage(self, cls: cst.ClassDef, depth: int = 0) -> Iterable[cst.ClassDef]:
         """`cls`, then the same-file classes it derives from, depth first (five levels at most)."""

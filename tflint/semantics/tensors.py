@@ -438,27 +438,10 @@ class Tensors:
         """The argument expressions passed to `param` at each same-file call site of `fn`."""
         out = []
         for call, node in self.call_sites(fn):
-            value = self.argument_at(fn, param, call)
+            value = self.functions.argument_at(fn, param, call)
             if value is not None:
                 out.append((value, node) if with_caller else value)
         return out
-
-    @staticmethod
-    def argument_at(fn, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:
-        """The expression `call` passes to `fn`'s `param` (by keyword or by position, `self`/`cls` not counted);
-        None when it passes none or spreads `*args`/`**kwargs`."""
-        if any(a.star for a in call.args):
-            return None
-        positional = list(fn.params.posonly_params) + list(fn.params.params)
-        offset = 0
-        if isinstance(fn, cst.FunctionDef) and positional and positional[0].name.value in ("self", "cls"):
-            offset = 1
-        pos = None
-        for i, p in enumerate(positional):
-            if p is param:
-                pos = i - offset
-        arg = get_arg(call, param.name.value, pos if pos is not None and pos >= 0 else None)
-        return arg.value if arg is not None else None
 
     # -- Python values -------------------------------------------------------------------------------------
     def is_python_value(self, expr: cst.BaseExpression) -> bool:

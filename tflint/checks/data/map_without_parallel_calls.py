@@ -45,7 +45,11 @@ class MapWithoutParallelCalls(Check):
         if simulated_latency(self.sem, fn):
             return  # `time.sleep` standing in for slow work: a benchmark demo, not a pipeline to tune
         if cheap_function(self.sem, fn):
-            return  # field selections, casts, arithmetic: nothing worth parallelizing (judged not worth acting on)
+            # a method a same-file subclass overrides runs the override there (compare_gan's identity
+            # `_train_transform_fn`, whose ImageNet override crops and resizes: round 24, a miss)
+            fn = next((o for o in self.functions.overrides(fn) if not cheap_function(self.sem, o)), None)
+            if fn is None:
+                return  # field selections, casts, arithmetic: nothing worth parallelizing (judged not worth acting on)
         if evaluation_pipeline(self.sem, node, inner):
             return  # a test or validation set, mapped once per evaluation (judged not worth acting on)
         stateful = fn is not None and (python_function_call(self.sem, fn) is not None or random_call(self.sem, fn) is not None)

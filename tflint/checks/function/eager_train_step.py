@@ -331,7 +331,7 @@ class EagerTrainStep(Check):
             return None
         for site, _ in tensors(self).call_sites(fn):
             for param in params:
-                arg = tensors(self).argument_at(fn, param, site)  # a method's `self` is not a call-site argument
+                arg = self.functions.argument_at(fn, param, site)  # a method's `self` is not a call-site argument
                 cls = self.functions.instance_class(arg) if arg is not None else None
                 if cls is None:
                     continue
