@@ -65,7 +65,15 @@ class TensorGrowthInLoop(Check):
         body = getattr(loop, "body", None)
         if body is None:
             return False
-        own = set(map(id, self.index.nodes_inside(assign, cst.Name)))
+        # the concatenation's own mentions of `name`: its target and the bare accumulator among the values. A
+        # piece computed from the accumulator (`concat([out, tf.zeros_like(out)], i)` doubles it along an axis per
+        # iteration: compare_gan's unpool, round 24, judged false) is a read: each step builds on the whole
+        call = assign.value
+        values = get_arg(call, "values", 0) or get_arg(call, "arrays", 0) or get_arg(call, "xs", 0) \
+            or get_arg(call, "tensors", 0) if isinstance(call, cst.Call) else None
+        bare = [e.value for e in values.value.elements] if values is not None and isinstance(
+            values.value, (cst.List, cst.Tuple)) else []
+        own = {id(t.target) for t in assign.targets} | {id(e) for e in bare if isinstance(e, cst.Name)}
         return any(n.value == name and id(n) not in own for n in self.index.nodes_inside(body, cst.Name)
                    if not (isinstance(self.index.parent(n), cst.AssignTarget)))
 
