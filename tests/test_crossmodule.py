@@ -340,3 +340,56 @@ def test_a_layer_in_a_helper_another_module_calls_from_graph_code_is_not_claimed
         "ds = tf.data.TFRecordDataset(['a.tfrecord']).map(parse, num_parallel_calls=4)\n")
     found = {(name, row) for name, row, code in _findings([tmp_path]) if code == "TFL206"}
     assert found == {("preprocessing.py", 10)}
+
+
+_IDENTITY_WRAP = '''\
+import tensorflow as tf
+
+
+def wrap(dataset):
+    """Add attributes a strategy needs and hand the same dataset back."""
+    if not hasattr(dataset, "make_one_shot_iterator"):
+        dataset.make_one_shot_iterator = lambda: iter(dataset)
+    return dataset
+
+
+def tag(value):
+    return value
+'''
+
+_IDENTITY_TRAINER = '''\
+import tensorflow as tf
+
+from loaders import tag, wrap
+
+
+class Trainer:
+    def __call__(self, dataset):
+        """Train.
+
+        Args:
+            dataset (:py:obj:`tf.data.Dataset`): the training dataset.
+        """
+        dataset = wrap(dataset.unbatch().batch(32, drop_remainder=True))
+        for example in self._strategy.experimental_distribute_dataset(dataset):
+            self._train_step(example)
+
+    def other(self, frame):
+        rows = tag(frame.unbatch().batch(32))
+        for row in self._strategy.experimental_distribute_dataset(rows):
+            self._train_step(row)
+'''
+
+
+def test_a_function_that_returns_its_argument_keeps_the_dataset(tmp_path):
+    """zurutech/ashpy (round 24): the trainers rebatch the user's dataset (a parameter its docstring declares a
+    `tf.data.Dataset`) and pass it through `wrap`, which returns its argument; the pipeline is the same object, and
+    its missing prefetch is reported where the chain ends. The same identity over a value of unknown origin (a
+    parameter nothing declares) proves nothing."""
+    root = _write(tmp_path, {"requirements.txt": "tensorflow==2.1.0\n", "loaders.py": _IDENTITY_WRAP,
+                             "trainer.py": _IDENTITY_TRAINER})
+    found = _findings([root])
+    assert ("trainer.py", 13, "TFL102") in found
+    assert not any(row == 19 for _, row, _ in found)
+    run, _ = check_paths([str(root / "trainer.py")], default_settings())
+    assert not any(f.code == "TFL102" for f in run.findings)  # alone, `wrap` is another module's unknown function

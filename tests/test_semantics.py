@@ -256,3 +256,34 @@ def test_mapped_function():
     call = expr(sem, "tf.data.Dataset.range(3).map(parse)")
     fn = sem.datasets.mapped_function(call)
     assert fn is not None
+
+
+def test_a_function_that_returns_its_parameter_hands_back_the_callers_pipeline():
+    """`wrap(ds)` that returns `ds` (after setting an attribute) gives the call site's own pipeline back, steps and
+    all; a method's parameter that every call site passes a dataset is a dataset (round 24: ashpy, compare_gan)."""
+    sem = sem_of("""
+        import tensorflow as tf
+
+        def wrap(dataset):
+            dataset.extra = 1
+            return dataset
+
+        class Data:
+            def _relabel(self, ds, pattern):
+                if not pattern:
+                    return ds
+                return tf.data.Dataset.zip((ds, tf.data.TFRecordDataset(pattern)))
+
+            def load(self, files):
+                ds = self._relabel(tf.data.TextLineDataset(files), None)
+                use(ds)
+
+        train = wrap(tf.data.TFRecordDataset("a").map(f).batch(8))
+        use(train)
+        other = wrap([1, 2, 3])
+        use(other)
+    """)
+    p = sem.datasets.pipeline(last_value(sem, "train"))
+    assert p is not None and p.methods() == ["source", "map", "batch"] and p.source.kind == "records"
+    assert sem.datasets.pipeline(last_value(sem, "other")) is None
+    assert sem.datasets.pipeline(last_value(sem, "ds")) is not None

@@ -252,8 +252,9 @@ def origin(sem, expr: cst.BaseExpression) -> Optional[dict]:
     for _ in range(30):
         if isinstance(e, cst.Name):
             b = sem.index.lookup(e.value, e)
-            if b is not None and b.kind == "param" and isinstance(b.scope, cst.FunctionDef) and (methods or e is not expr):
-                # `return ds.map(f)` on a parameter: the caller's dataset, transformed (`augment(ds)`)
+            if b is not None and b.kind == "param" and isinstance(b.scope, cst.FunctionDef):
+                # `return ds.map(f)` on a parameter: the caller's dataset, transformed (`augment(ds)`); `return ds`:
+                # the caller's dataset itself (zurutech/ashpy's `wrap(dataset)` sets an attribute and returns it)
                 positional = [*b.scope.params.posonly_params, *b.scope.params.params]
                 pos = next((i for i, q in enumerate(positional) if q.name.value == e.value), None)
                 return {"param": e.value, "pos": pos, "methods": methods}
