@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import libcst as cst
 
@@ -126,15 +127,8 @@ class GraphGrowthInSessionLoop(Check):
         for call in self.index.nodes(cst.Call):
             if loop not in self.index.ancestors(call) or self.functions.owner(call) is not owner:
                 continue
-            q = self.sem.call_name(call)
-            if not q and self._variable_assign(call):
-                q = "tensorflow.Variable.assign"  # `self.norm.assign(values)`: an Assign op per call
-            if not q or not q.startswith("tensorflow."):
-                continue
-            if q.startswith(NO_OP_PREFIXES) or ("tensorflow." + q[len("tensorflow.compat.v1."):]).startswith(NO_OP_PREFIXES):
-                continue  # `tf.io.gfile.glob` under `import tensorflow.compat.v1 as tf` too
-            if _contrib_getter(q):
-                continue  # `pruning.get_masks()`: a contrib library's lookup of what it built before, not an op
+            if not self._op_call(call):
+                continue  # `tf.io.gfile.glob`, a proto, `pruning.get_masks()` (a lookup); `self.norm.assign(v)` counts
             if isinstance(loop, cst.For) and (call is loop.iter or loop.iter in self.index.ancestors(call)):
                 continue  # the loop's iterable is evaluated once, before the first iteration
             if any(a in growing for a in self.index.ancestors(call)):
@@ -151,6 +145,70 @@ class GraphGrowthInSessionLoop(Check):
                            f"that calls `sess.run`{more}: the graph grows without bound, each run gets slower and memory "
                            "leaks; build the ops once before the loop (and feed values through a placeholder), or "
                            "call `graph.finalize()` to catch this")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A step function: it runs the training op (`sess.run(self.optimizer, feed_dict=...)`, the result of
+        `minimize` or `apply_gradients`) once per call, outside any loop of its own, so its caller calls it once per
+        step (often from another module: a DQN agent's `train(s, r, a, s_)` called per transition). An op it creates
+        unconditionally (`a_ = tf.argmax(list_q_).eval()`) is a new op per step (round 24: princewen's Categorical
+        DQN, a miss). Ops under an `if` (a lazy first-call build) are not claimed."""
+        run = self._train_op_run(node)
+        if run is None or self._fresh_graph_per_iteration(node) or self._finalized_before(run):
+            return
+        growing = []
+        for call in self.functions.calls_in(node):
+            if not self._op_call(call) or any(a in growing for a in self.index.ancestors(call)):
+                continue
+            if any(isinstance(a, (cst.If, cst.IfExp, cst.For, cst.While, cst.Try)) for a in self.index.ancestors(call)
+                   if self.index.contains(node, a) and a is not node):
+                continue  # built on a first call only (`if self.op is None:`), or in a loop the loop check judges
+            growing.append(call)
+        if not growing:
+            return
+        first = growing[0]
+        name = node.name.value
+        self.report(first, f"`{self.code_for(first.func)}` adds new ops to the graph every time `{name}` runs, and "
+                           f"`{name}` runs the training op (`{self.code_for(run.func)}(...)`), so it is called once "
+                           "per step: the graph grows without bound, each run gets slower and memory leaks; build the "
+                           "op once (in the constructor, fed through a placeholder), or compute the value with NumPy")
+
+    def _train_op_run(self, fn: cst.FunctionDef) -> Optional[cst.Call]:
+        """The `sess.run(...)` of `fn`, outside any loop of its own, whose fetches include a training op."""
+        for call in self.functions.calls_in(fn):
+            f = call.func
+            if not (isinstance(f, cst.Attribute) and f.attr.value == "run" and self._is_session(f.value)):
+                continue
+            if any(isinstance(lp, (cst.For, cst.While)) for lp in self.index.enclosing_loops(call)):
+                continue
+            fetches = call.args[0].value if call.args and call.args[0].keyword is None else None
+            items = [e.value for e in fetches.elements] if isinstance(fetches, (cst.List, cst.Tuple)) else [fetches]
+            if any(e is not None and self._train_op(e) for e in items):
+                return call
+        return None
+
+    def _train_op(self, expr: cst.BaseExpression) -> bool:
+        """`expr` holds the result of `optimizer.minimize(loss)` / `apply_gradients(...)` (its only assignments)."""
+        values: list = []
+        if isinstance(expr, cst.Name):
+            b = self.index.lookup(expr.value, expr)
+            values = [b.value] if b is not None and b.kind == "assign" and b.value is not None else []
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self.index.enclosing_class(expr)
+            values = list(self.index.self_assignments(cls).get(expr.attr.value, ())) if cls is not None else []
+        return bool(values) and all(isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute)
+                                    and v.func.attr.value in ("minimize", "apply_gradients") for v in values)
+
+    def _op_call(self, call: cst.Call) -> bool:
+        """`call` adds a node to the graph: a TensorFlow call that is not session plumbing, I/O, a proto or a
+        lookup of what was built before, or an `assign` on a TF1 variable."""
+        q = self.sem.call_name(call)
+        if not q and self._variable_assign(call):
+            return True
+        if not q or not q.startswith("tensorflow."):
+            return False
+        if q.startswith(NO_OP_PREFIXES) or ("tensorflow." + q[len("tensorflow.compat.v1."):]).startswith(NO_OP_PREFIXES):
+            return False
+        return not _contrib_getter(q)
 
     def _once_per_outer_iteration(self, call: cst.Call, owner) -> bool:
         """`call` sits in an outer (epoch) loop, beside an inner loop that runs the session step by step: the graph
