@@ -424,6 +424,21 @@ class Functions:
                 out.append(m)
         return out
 
+    def overridden(self, fn: FunctionLike) -> list[cst.FunctionDef]:
+        """The same-file base-class methods that method `fn` overrides (a call `self.m(...)` written in the base
+        class runs `fn` on an instance of the subclass)."""
+        if not isinstance(fn, cst.FunctionDef):
+            return []
+        cls = self.index.enclosing_class(fn)
+        if cls is None or self.method(cls, fn.name.value) is not fn:
+            return []
+        out = []
+        for base in self.lineage(cls):
+            m = self.method(base, fn.name.value) if base is not cls else None
+            if m is not None and m is not fn:
+                out.append(m)
+        return out
+
     def lineage(self, cls: cst.ClassDef, depth: int = 0) -> Iterable[cst.ClassDef]:
         """`cls`, then the same-file classes it derives from, depth first (five levels at most)."""
         yield cls

@@ -86,12 +86,32 @@ def model_origin(sem: Semantics, expr: cst.BaseExpression, _depth: int = 0) -> O
             return None
         if b.kind in ("assign", "annassign") and b.value is not None and b.value is not expr:
             return model_origin(sem, b.value, _depth + 1)
+        if b.kind == "unpack" and isinstance(b.value, cst.Call) and b.index is not None:
+            return _returned_model_item(sem, b.value, b.index, _depth + 1)
         return None  # parameters annotated `keras.Model`: see is_model_value
     for value in self_attribute_values(sem, expr):
         found = model_origin(sem, value, _depth + 1)
         if found is not None:
             return found
     return None
+
+
+def _returned_model_item(sem: Semantics, call: cst.Call, item: int, _depth: int) -> Optional[cst.Call]:
+    """`gen0, gen1 = build_generator(...)` with a same-file function whose every return is a tuple holding a Keras
+    model at that position (`return gen0, gen1`: Advanced-Deep-Learning-with-Keras's StackedGAN, round 20 misses)."""
+    fn = sem.functions.resolve_callable(call.func)
+    if not isinstance(fn, cst.FunctionDef):
+        return None
+    returns = [r.value for r in sem.functions.body_nodes(fn, cst.Return) if sem.functions.owner(r) is fn]
+    found = None
+    for value in returns:
+        if not isinstance(value, (cst.Tuple, cst.List)) or item >= len(value.elements) or any(
+                isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        found = model_origin(sem, value.elements[item].value, _depth)
+        if found is None:
+            return None
+    return found
 
 
 def self_attribute_values(sem: Semantics, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -105,7 +125,12 @@ def self_attribute_values(sem: Semantics, expr: cst.BaseExpression) -> list[cst.
     cls = sem.index.enclosing_class(expr)
     if cls is None:
         return []
-    return list(sem.index.self_assignments(cls).get(expr.attr.value, ()))
+    # a subclass method reads what the same-file base class's `__init__` assigned (DDQNAgent's `self.q_model`)
+    for c in sem.functions.lineage(cls):
+        values = sem.index.self_assignments(c).get(expr.attr.value, ())
+        if values:
+            return list(values)
+    return []
 
 
 def origin_call(sem: Semantics, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -155,6 +180,8 @@ def _unpacked_model_param(sem: Semantics, b) -> bool:
                 isinstance(e, cst.StarredElement) for e in items.elements):
             if is_model(sem, items.elements[b.index].value):
                 return True
+        if isinstance(items, cst.Call) and _returned_model_item(sem, items, b.index, 1) is not None:
+            return True  # `models = build_cyclegan(...)`, a same-file function returning the tuple of models
     return False
 
 

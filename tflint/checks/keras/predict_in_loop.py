@@ -181,8 +181,10 @@ class PredictInLoop(Check):
         if fn is None or self.functions.owner(node) is not fn:
             return None, []
         sites = []
+        # an override runs where the base class calls `self.m(...)` (DDQNAgent's `get_target_q_value`, round 20)
+        targets = [fn, *self.functions.overridden(fn)]
         for call in self.index.nodes(cst.Call):
-            if self.functions.resolve_callable(call.func) is not fn:  # `obj.method` through Functions.instance_class
+            if not any(self.functions.resolve_callable(call.func) is t for t in targets):  # `obj.method` too
                 continue
             loops = [lp for lp in self.index.enclosing_loops(call) if not self._runs_once_in(lp, call)]
             if loops and self.index.enclosing_function(call) is not fn:
