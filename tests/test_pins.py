@@ -546,6 +546,27 @@ def test_a_notebook_that_installs_its_tensorflow_runs_it(tmp_path):
     assert notebook_versions(str(tmp_path / "c.ipynb")) is None
 
 
+def test_a_notebook_that_names_its_release_in_words(tmp_path):
+    """`# Tested with TensorFlow 2.1.0` in a code cell, or a markdown cell that requires a release, is the notebook's
+    target when nothing it printed or installed says otherwise (tensorflow/workshops' AMLD exercises)."""
+    from tflint.pins import notebook_versions
+
+    def nb(*cells):
+        return {"cells": [{"cell_type": kind, "metadata": {}, "source": src, **({"execution_count": 1, "outputs": []}
+                                                                                 if kind == "code" else {})}
+                          for kind, src in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+
+    (tmp_path / "a.ipynb").write_text(json.dumps(nb(("code", "import tensorflow as tf\n# Tested with TensorFlow 2.1.0\n"))))
+    assert notebook_versions(str(tmp_path / "a.ipynb")).tensorflow == (2, 1)
+    (tmp_path / "b.ipynb").write_text(json.dumps(nb(("markdown", "This notebook requires TensorFlow 2.4 or later."),
+                                                    ("code", "import tensorflow as tf"))))
+    assert notebook_versions(str(tmp_path / "b.ipynb")).oldest == (2, 4)
+    (tmp_path / "c.ipynb").write_text(json.dumps(nb(("code", "!pip install -q tensorflow==2.3.0\n# Tested with TensorFlow 2.1.0"))))
+    assert notebook_versions(str(tmp_path / "c.ipynb")).tensorflow == (2, 3)  # what it installs wins
+    (tmp_path / "d.ipynb").write_text(json.dumps(nb(("code", "x = 'tested with TensorFlow 2.1.0'  # a string, not a comment"))))
+    assert notebook_versions(str(tmp_path / "d.ipynb")) is None
+
+
 def test_a_readme_that_names_its_release_in_words(tmp_path):
     """xlnet's README says only "tested with TensorFlow 1.13.1": that is the project's release (its serial
     `map(parser)` then runs without tf.data's automatic map parallelization, which came in 2.5)."""

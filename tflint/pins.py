@@ -550,6 +550,13 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
         if tf:  # (tf-nightly became a `>=` spec)
             seen.add("tensorflow")
             texts.append(("notebook pip install", "\n".join(tf)))
+    if "tensorflow" not in seen:  # the release its text names in words: "# Tested with TensorFlow 2.1.0" in a code
+        # cell, "This notebook requires TensorFlow 2.4 or later" in a markdown cell (tensorflow/workshops' AMLD
+        # exercise notebooks say only so, and print no version: 4 misses in round 20)
+        prose = prose_pins("\n".join(_prose_lines(cells if isinstance(cells, list) else [])))
+        if prose:
+            seen.add("tensorflow")
+            texts.append(("notebook text", prose))
     if image and "tensorflow" not in seen:  # saved on a Google Cloud notebook image (`tf22-cpu.2-2`), and no
         # printed version says otherwise (a version printed is what ran; the image may have been swapped since)
         texts.append(("notebook environment", f"tensorflow=={image.group(1)}.{image.group(2)}"))
@@ -558,6 +565,21 @@ def _notebook_versions(path: str, mtime_ns: int, size: int) -> Optional[Pins]:
 
 _COLAB_TF1 = re.compile(r"^\s*%tensorflow_version\s+1(?:\.x|\.\d+)?\s*$", re.M)
 _WATERMARK_LINE = re.compile(r"^\s*(tensorflow(?:-gpu|-cpu)?|keras)\s*:?\s+(\d+\.\d+\.\d+)\b", re.M)
+
+
+def _prose_lines(cells: list) -> list[str]:
+    """The words of a notebook: its markdown cells, and the comments of its code cells."""
+    out = []
+    for cell in cells:
+        if not isinstance(cell, dict):
+            continue
+        src = cell.get("source")
+        src = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
+        if cell.get("cell_type") == "markdown":
+            out.append(src)
+        elif cell.get("cell_type") == "code":
+            out += [ln.strip()[1:] for ln in src.splitlines() if ln.strip().startswith("#")]
+    return out
 
 
 def _pip_lines(cells: list) -> list[str]:
