@@ -25,7 +25,12 @@ GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_g
 # spelled through standalone `keras` (checked on TF 2.21 / Keras 3.15: `tf.keras.preprocessing.image.
 # ImageDataGenerator` and `tf.keras.losses.Reduction.NONE` work, `keras.preprocessing.image.ImageDataGenerator` and
 # `keras.losses.Reduction` do not exist).
-TF_KERAS_KEEPS = frozenset({"keras.preprocessing.image.ImageDataGenerator", "keras.losses.Reduction"})
+# `tf.keras.preprocessing.text` too (Tokenizer, one_hot, hashing_trick, text_to_word_sequence, tokenizer_from_json
+# on TF 2.21; standalone Keras 3.15 has no `keras.preprocessing.text`).
+TF_KERAS_KEEPS = frozenset({"keras.preprocessing.image.ImageDataGenerator", "keras.losses.Reduction",
+                            "keras.preprocessing.text.Tokenizer", "keras.preprocessing.text.text_to_word_sequence",
+                            "keras.preprocessing.text.one_hot", "keras.preprocessing.text.hashing_trick",
+                            "keras.preprocessing.text.tokenizer_from_json"})
 LEGACY_OPTIMIZERS = "keras.optimizers.legacy."
 # Optimizer keywords only the legacy (pre-2.11) optimizers take: the new ones raise ValueError on them (Keras 2.11-2.15)
 LEGACY_ONLY_KEYWORDS = ("decay", "gradient_aggregator", "gradient_transformers")
