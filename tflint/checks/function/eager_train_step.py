@@ -32,9 +32,11 @@ NUMPY_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"
 def applies_update(calls) -> bool:
     """The calls apply gradients: an optimizer's `apply_gradients`/`minimize`, or `tape.gradient(...)` and a
     variable's `assign_sub` (the hand-written SGD update of TensorFlow's low-level training tutorials:
-    `w.assign_sub(lr * dw)`; dragen1860's book, four round-20 misses)."""
+    `w.assign_sub(lr * dw)`; dragen1860's book, four round-20 misses) or a Sonnet optimizer's `apply`."""
     methods = {c.func.attr.value for c in calls if isinstance(c.func, cst.Attribute)}
-    return bool(methods & APPLY_METHODS) or {"gradient", "assign_sub"} <= methods
+    # Sonnet 2's optimizers update with `opt.apply(grads, params)` (deepmind/sonnet's MLP-on-MNIST example, a
+    # round-19 miss): `apply` beside `tape.gradient` in the same function
+    return bool(methods & APPLY_METHODS) or {"gradient", "assign_sub"} <= methods or {"gradient", "apply"} <= methods
 
 
 # precondition failures that mean the step works on host values every iteration (an RL step sampling a NumPy
