@@ -93,8 +93,28 @@ class EagerTrainStep(Check):
         tape = any(self._is_tape(item.item) for w in self.functions.body_nodes(fn, cst.With) for item in w.items
                    if self.functions.owner(w) is fn)
         if not tape:
-            return False
+            return self._calls_steps(fn)
         return applies_update(self.functions.calls_in(fn))
+
+    def _calls_steps(self, fn: cst.FunctionDef) -> bool:
+        """`fn` opens no tape itself but calls, once each and outside any loop of its own, same-file functions that
+        are eager steps (`train_step` calling `discriminator_train_step` and `generator_train_step`, each a tape and
+        `apply_gradients`: a GAN's step, asl-ml-immersion's conditional GAN, a round-21 miss). Decorating `fn` runs
+        the whole step as one graph."""
+        found = False
+        for call in self.functions.calls_in(fn):
+            callee = self.functions.resolve_callable(call.func)
+            if not isinstance(callee, cst.FunctionDef) or callee is fn \
+                    or self.functions.tf_function_reason(callee) in ("decorated", "wrapped"):
+                continue  # (a helper also called from graph code elsewhere still runs eagerly when `fn` calls it)
+            tape = any(self._is_tape(item.item) for w in self.functions.body_nodes(callee, cst.With)
+                       for item in w.items if self.functions.owner(w) is callee)
+            if not tape or not applies_update(self.functions.calls_in(callee)):
+                continue
+            if any(isinstance(lp, (cst.For, cst.While)) for lp in self.index.enclosing_loops(call)):
+                return False  # a loop of steps: `fn` trains an epoch, its helper is the step (reported itself)
+            found = True
+        return found
 
     def _loops_inline(self, fn: cst.FunctionDef) -> bool:
         """Every tape of `fn` sits in a loop of `fn`'s own: `fn` is a training loop (an epoch, a whole run) with
@@ -239,7 +259,7 @@ class EagerTrainStep(Check):
             for t in assign.targets:
                 if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) and t.target.value.value == "self":
                     return f"it assigns `{self.code_for(t.target)}` (a Python side effect)"
-        if not has_tf:
+        if not has_tf and not self._calls_steps(fn):  # (a step made of same-file steps computes in them)
             return "it does no TensorFlow computation"
         found = (self._host_values_in_helpers(fn) or self._host_values_in_passed_functions(fn)
                  or self._python_state_in_passed_instances(fn))
