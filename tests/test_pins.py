@@ -685,3 +685,28 @@ def test_a_readme_environment_line_wins_over_an_unpinned_requirement(tmp_path):
     (project / "README.md").write_text("## Dependencies\nSee requirements.txt.\n")
     pins_for_folder.cache_clear()
     assert [f["code"] for f in _json(project, "--select", "TFL302", "m.py")] == ["TFL302"]
+
+
+def test_a_notebook_that_never_ran_takes_what_its_folders_notebooks_ran(tmp_path):
+    """An unpinned book chapter: the notebooks that ran printed 'Using TensorFlow backend.' (multi-backend Keras
+    before 2.4); the one that never ran runs that Keras too. A sibling that printed a TensorFlow version, or a pin,
+    leaves it as it was."""
+    from tflint.pins import pins_for, pins_for_folder
+
+    def nb(src, out=None):
+        outputs = [{"output_type": "stream", "name": "stderr", "text": [out]}] if out else []
+        return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": outputs,
+                                      "source": src}], "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+
+    ch = tmp_path / "book" / "ch08"
+    ch.mkdir(parents=True)
+    (tmp_path / "book" / ".git").mkdir()
+    (ch / "Modeling.ipynb").write_text(nb("import keras\nfrom keras.models import Sequential", "Using TensorFlow backend.\n"))
+    (ch / "Features.ipynb").write_text(nb("import keras\nfrom keras.applications import vgg16"))
+    pins_for_folder.cache_clear()
+    p = pins_for(str(ch / "Features.ipynb"))
+    assert p is not None and p.keras_version is not None and p.keras_version < (2, 4)
+    (ch / "Other.ipynb").write_text(nb("import tensorflow as tf\nprint(tf.__version__)", "2.3.0\n"))
+    pins_for_folder.cache_clear()
+    p = pins_for(str(ch / "Features.ipynb"))
+    assert p is None or p.keras_version is None

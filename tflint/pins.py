@@ -413,6 +413,7 @@ def _clear_pins() -> None:
     _pins_here.cache_clear()
     _project_texts.cache_clear()
     _real_folder.cache_clear()
+    _siblings_ran.cache_clear()
 
 
 _folder_cache_clear = pins_for_folder.cache_clear
@@ -462,6 +463,8 @@ def pins_for(path: str) -> Optional[Pins]:
     # a notebook runs on its own kernel: the runtime a job script of its folder submits a trainer to is not its own
     project = pins_for_folder(folder, jobs=False)
     ran = notebook_versions(str(resolved))
+    if ran is None and (project is None or (project.tensorflow is None and project.keras_version is None)):
+        ran = _siblings_ran(folder)  # nothing pinned, nothing printed here: what the notebooks beside it ran
     if ran is None:
         return project
     if project is None:
@@ -469,6 +472,27 @@ def pins_for(path: str) -> Optional[Pins]:
     return Pins(ran.tensorflow or project.tensorflow, ran.keras2 or (ran.tensorflow is None and project.keras2),
                 "; ".join(x for x in (ran.source, project.source) if x), ran.keras_version or project.keras_version,
                 ran.oldest if ran.tensorflow else project.oldest)
+
+
+@lru_cache(maxsize=1024)
+def _siblings_ran(folder: Path) -> Optional[Pins]:
+    """Multi-backend Keras (before 2.4), when the notebooks of the same folder that show what they ran all printed
+    'Using TensorFlow backend.' and none printed a TensorFlow or Keras version: an unpinned book's chapter whose
+    feature-engineering notebook never ran beside its modeling notebooks that did (round 25:
+    dipanjanS/hands-on-transfer-learning-with-python, a TFL301 finding judged false). None otherwise."""
+    try:
+        books = sorted(folder.glob("*.ipynb"))[:30]
+    except OSError:
+        return None
+    found = None
+    for nb in books:
+        ran = notebook_versions(str(nb))
+        if ran is None:
+            continue
+        if ran.tensorflow is not None or ran.keras_version is None or ran.keras_version >= (2, 4):
+            return None  # a sibling printed its TensorFlow or a newer Keras: the folder's notebooks differ
+        found = ran
+    return found
 
 
 @lru_cache(maxsize=4096)

@@ -550,6 +550,10 @@ CHEAP_TAILS = frozenset({
     "equal", "not_equal", "greater", "less", "logical_and", "logical_or", "logical_not", "floor", "round",
     "uniform", "random_uniform", "normal", "random_normal", "shuffle", "cond", "map_structure", "flatten",
     "pack_sequence_as", "list", "isinstance", "print",
+    # one pass of arithmetic over one element, as cheap as the elementwise ops (round 25: sound-separation's
+    # per-example `unsorted_segment_sum` and `reduce_sum` maps, 4 judged not worth acting on)
+    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all",
+    "unsorted_segment_sum", "segment_sum", "cumsum", "exp", "log", "sigmoid", "tanh",
     "global_policy", "TensorShape",  # the mixed-precision policy (its compute dtype), a static shape
     # copies of one element's bytes: raw bytes reinterpreted, a crop or pad to a fixed box, TF1 casts (a map made
     # of these next to a training step was judged not worth parallelizing in round 17: MNIST records, DeepLab crops)
