@@ -677,6 +677,8 @@ def test_a_readme_environment_line_wins_over_an_unpinned_requirement(tmp_path):
     assert prose_pins("- Ubuntu 16.04, Python 3.6.9, Tensorflow 2.3.0, CUDA 10.01, cuDNN 7.6") == "tensorflow==2.3.0"
     assert prose_pins("* python 3.6, tensorflow-gpu 1.13.1; keras 2.2.4") == "tensorflow==1.13.1"
     assert prose_pins("We use TensorFlow 2.3 for the experiments.") == ""
+    assert prose_pins("python3.7 tensorflow1.13") == "tensorflow==1.13"  # Stick-To's README, no spaces
+    assert prose_pins("Python 3.8 and TensorFlow2 are needed") == ""
     code = "import tensorflow as tf\nopt = tf.keras.optimizers.Adam(lr=0.01)\n"
     project = _project(tmp_path / "env", "numpy\ntensorflow\n", code)
     (project / "README.md").write_text("## Dependencies\n- Ubuntu 16.04, Python 3.6.9, Tensorflow 2.3.0, CUDA 10.01\n")

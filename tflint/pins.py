@@ -369,9 +369,10 @@ _PROSE_LIST_ITEM = re.compile(
 
 # A tested environment spelled as one comma-separated line that names Python and TensorFlow releases
 # (`- Ubuntu 16.04, Python 3.6.9, Tensorflow 2.3.0, CUDA 10.01, cuDNN 7.6`: yu4u/age-gender-estimation, whose
-# requirements.txt lists `tensorflow` with no version)
+# requirements.txt lists `tensorflow` with no version; `python3.7 tensorflow1.13` with no spaces: Stick-To/Object-
+# Detection-Tensorflow's README, round 25)
 _PROSE_ENV_LINE = re.compile(
-    r"^(?=[^\n]*\bpython\s+v?\d+\.\d+)[^\n]*?(?:^|,|;|\s)\s*(?:\*\*|`)?tensorflow(?:-gpu)?(?:\*\*|`)?\s+v?"
+    r"^(?=[^\n]*\bpython\s*v?\d+\.\d+)[^\n]*?(?:^|,|;|\s)\s*(?:\*\*|`)?tensorflow(?:-gpu)?(?:\*\*|`)?\s*v?"
     r"(\d+\.\d+(?:\.\d+)?)\b(?=\s*(?:,|;|$))", re.I | re.M)
 
 
