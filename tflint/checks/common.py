@@ -239,6 +239,25 @@ WORK_METHODS = frozenset({
     "apply_gradients", "minimize", "gradient", "train_on_batch", "test_on_batch", "predict_on_batch", "run",
     "experimental_run_v2", "experimental_run", "fit", "evaluate", "predict", "update_state",
 })
+TINY_RUN_STEPS = 50  # a `fit` the code shows runs at most this many steps in all: a demo, a smoke test
+
+
+def tiny_fit(sem: Semantics, call: cst.Call) -> bool:
+    """`model.fit(ds, epochs=3, steps_per_epoch=3)`: a run whose step count the code spells (epochs times
+    steps_per_epoch, both ints it fixes) is at most TINY_RUN_STEPS. Input time that overlaps nothing in a few dozen
+    steps is seconds in all (round 20-22: notebooks fitting 9 steps, `fit(steps_per_epoch=1, epochs=3)` smoke
+    tests, judged not worth acting on). Unknown counts (no `steps_per_epoch`: the dataset's size) are not tiny."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "fit"):
+        return False
+    steps = get_arg(call, "steps_per_epoch")
+    epochs = get_arg(call, "epochs")
+    if steps is None:
+        return False
+    n_steps = constant_int(sem, steps.value)
+    n_epochs = constant_int(sem, epochs.value) if epochs is not None else 1
+    return n_steps is not None and n_epochs is not None and 0 < n_steps * n_epochs <= TINY_RUN_STEPS
+
+
 _STEP_NAME = re.compile(r"(^|_)(train|step|update|fit|optimi[sz]e|learn)(_|$)|_step$|step_fn|train", re.I)
 
 

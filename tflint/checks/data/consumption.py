@@ -18,7 +18,7 @@ import libcst as cst
 from ...semantics import Semantics
 from ...semantics.names import dotted_name
 from ...semantics.datasets import DATASET_METHODS
-from ..common import WORK_METHODS, is_small_loop, reading_loop_trains
+from ..common import WORK_METHODS, is_small_loop, reading_loop_trains, tiny_fit
 
 PREVIEW, WORK, UNKNOWN, NEUTRAL = "preview", "work", "unknown", "neutral"
 
@@ -123,7 +123,7 @@ def _use(sem: Semantics, node: cst.CSTNode, todo: list) -> str:
         if q in _NEUTRAL_FUNCS:
             return NEUTRAL
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in WORK_METHODS:
-            return WORK
+            return PREVIEW if tiny_fit(sem, call) else WORK  # `fit(ds, epochs=3, steps_per_epoch=3)`: a demo
         reads = _parameter_reads(sem, call, parent)
         if not reads:
             return UNKNOWN

@@ -15,7 +15,7 @@ from .consumption import TF1_ITERATOR_FUNCS, TF1_ITERATOR_METHODS
 from ..redundancy.sessions import is_session
 from ..common import (
     INJECT_PREFETCH_SINCE, autotune, is_work_call, iterated_values, method_call, optimization_disabled,
-    reading_loop_trains,
+    reading_loop_trains, tiny_fit,
 )
 
 # Training consumes the pipeline epoch after epoch; `evaluate`/`predict` and `fit(validation_data=...)` read a
@@ -329,7 +329,7 @@ def _training_reads(sem) -> list[tuple[cst.BaseExpression, str]]:
             if m in CONSUMER_METHODS:
                 kw, pos = CONSUMER_METHODS[m]
                 arg = get_arg(node, kw, pos)
-                if arg is not None:
+                if arg is not None and not tiny_fit(sem, node):  # a 9-step demo fit: nothing to overlap
                     out.append((arg.value, f"`{m}`"))
             elif m in DISTRIBUTE:
                 arg = get_arg(node, "dataset", 0)
