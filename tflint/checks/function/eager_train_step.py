@@ -262,7 +262,7 @@ class EagerTrainStep(Check):
         if not has_tf and not self._calls_steps(fn):  # (a step made of same-file steps computes in them)
             return "it does no TensorFlow computation"
         found = (self._host_values_in_helpers(fn) or self._host_values_in_passed_functions(fn)
-                 or self._python_state_in_passed_instances(fn))
+                 or self._python_state_in_passed_instances(fn) or self._eager_only_model(fn))
         if found is None and shown is not None:
             return (f"it reads `{self.code_for(shown)}` back to Python where the tensor itself would do (printed "
                     "with `tf.print`, logged to `tf.summary` or assigned to a variable): drop the read, then "
@@ -316,6 +316,32 @@ class EagerTrainStep(Check):
                 found = self._host_values_in_helpers(target, depth - 1, seen)
                 if found:
                     return found
+        return None
+
+    def _eager_only_model(self, fn: cst.FunctionDef) -> Optional[str]:
+        """The step calls an instance of a same-file class (`model(ids)`, `self.net(x)`) whose `call`/`__call__` reads
+        host values or runs NumPy on its inputs (`np.unique(ids)`, `.numpy()`, two helper calls deep): an eager-only
+        model, which a `tf.function` around the step cannot trace (round 20: recommenders-addons' dynamic-embedding
+        tutorial, `np.unique` in the model's `call`, judged false)."""
+        for call in self.functions.calls_in(fn):
+            cls = self.functions.instance_class(call.func)
+            if cls is None:
+                continue
+            method = self.functions.method(cls, "call") or self.functions.method(cls, "__call__")
+            if method is None:
+                continue
+            params = {p.name.value for p in self.functions.iter_params(method)} - {"self"}
+            for inner in self.functions.calls_in(method):
+                read = self._host_read(inner)
+                q = self.names.call_name(inner) or ""
+                if read is None and q.startswith("numpy.") and any(
+                        n.value in params for a in inner.args for n in walk(a.value, cst.Name)):
+                    read = "runs NumPy on its inputs"
+                if read is not None:
+                    return f"it calls `{self.code_for(call.func)}`, whose `{method.name.value}` {read} (an eager-only model)"
+            found = self._host_values_in_helpers(method, 1, {id(fn), id(method)})
+            if found is not None:
+                return f"it calls `{self.code_for(call.func)}`, whose `{method.name.value}` {found[len('it '):]}"
         return None
 
     def _host_values_in_passed_functions(self, fn: cst.FunctionDef) -> Optional[str]:
