@@ -234,7 +234,10 @@ class TestDatasets:
         # each stage's own cost is stated, and the bottleneck is the stage that adds the most
         own = {i: s["own_us"] for i, s in enumerate(r["stages"]) if s["own_us"] is not None}
         assert max(own, key=own.get) == 2 and own[2] > 1000  # the 2 ms Python map
-        assert f"+{own[2]:,.0f} µs per element" in b["message"]
+        # the message states the cost its verdict measured (the stage table's own cost is another measurement of
+        # the same stage, which a loaded machine makes differ by a few percent)
+        added = b["extra"]["added_us"]
+        assert added > 1000 and f"+{added:,.0f} µs per element" in b["message"]
         assert r["stages"][4]["own_us"] is None  # prefetch does no work of its own
 
     def test_too_few_elements_is_said_not_judged(self, ds_reports):
