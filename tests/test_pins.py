@@ -711,4 +711,36 @@ def test_a_notebook_that_never_ran_takes_what_its_folders_notebooks_ran(tmp_path
     (ch / "Other.ipynb").write_text(nb("import tensorflow as tf\nprint(tf.__version__)", "2.3.0\n"))
     pins_for_folder.cache_clear()
     p = pins_for(str(ch / "Features.ipynb"))
-    assert p is None or p.keras_version is None
+    assert p is not None and p.tensorflow == (2, 3) and p.keras_version is None  # a printed release wins
+
+
+def test_a_notebook_that_never_ran_takes_the_releases_its_books_other_chapters_printed(tmp_path):
+    """lmoroney/tfbook: chapter4's notebooks print nothing, chapter9 and chapter11 printed 2.1.0 and 2.2.0: the
+    book ran TF 2.1-2.2. Releases of different eras say nothing; a repository's root is as far up as it looks."""
+    from tflint.pins import pins_for, pins_for_folder
+
+    def nb(src, out=None):
+        outputs = [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                    "data": {"text/plain": [out]}}] if out else []
+        return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": outputs,
+                                      "source": src}], "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+
+    book = tmp_path / "book"
+    for ch in ("chapter4", "chapter9", "chapter11"):
+        (book / ch).mkdir(parents=True)
+    (book / "README.md").write_text("A book.\n")
+    (book / ".git").mkdir()
+    (book / "chapter4" / "datasets.ipynb").write_text(nb("import tensorflow as tf\nds = tf.data.Dataset.range(3)"))
+    (book / "chapter9" / "a.ipynb").write_text(nb("import tensorflow as tf\ntf.__version__", "'2.1.0'"))
+    (book / "chapter11" / "b.ipynb").write_text(nb("import tensorflow as tf\ntf.__version__", "'2.2.0'"))
+    pins_for_folder.cache_clear()
+    p = pins_for(str(book / "chapter4" / "datasets.ipynb"))
+    assert p is not None and (p.oldest, p.tensorflow) == ((2, 1), (2, 2))
+    (book / "chapter11" / "b.ipynb").write_text(nb("import tensorflow as tf\ntf.__version__", "'1.15.0'"))
+    pins_for_folder.cache_clear()
+    assert pins_for(str(book / "chapter4" / "datasets.ipynb")) is None  # 1.15 beside 2.1: no one era
+    (book / "top.ipynb").write_text(nb("import tensorflow as tf"))
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "c.ipynb").write_text(nb("import tensorflow as tf\ntf.__version__", "'2.3.0'"))
+    pins_for_folder.cache_clear()
+    assert pins_for(str(book / "top.ipynb")) is None  # the root's README: other projects' notebooks are not read

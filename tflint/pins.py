@@ -477,23 +477,54 @@ def pins_for(path: str) -> Optional[Pins]:
 
 @lru_cache(maxsize=1024)
 def _siblings_ran(folder: Path) -> Optional[Pins]:
-    """Multi-backend Keras (before 2.4), when the notebooks of the same folder that show what they ran all printed
-    'Using TensorFlow backend.' and none printed a TensorFlow or Keras version: an unpinned book's chapter whose
-    feature-engineering notebook never ran beside its modeling notebooks that did (round 25:
-    dipanjanS/hands-on-transfer-learning-with-python, a TFL301 finding judged false). None otherwise."""
+    """What the notebooks of the same folder ran, for a notebook with nothing pinned and nothing printed of its own:
+    the TensorFlow releases they printed (the range from the oldest to the newest: lmoroney/tfbook's chapter whose
+    datasets notebook printed nothing beside siblings that printed 2.1.0 and 2.2.0, round 26: four misses), or
+    multi-backend Keras (before 2.4) when those that show anything all printed 'Using TensorFlow backend.'
+    (dipanjanS/hands-on-transfer-learning-with-python's never-run notebook, round 25: a TFL301 finding judged false).
+    None when the siblings show nothing, or Keras 2.4+ beside multi-backend Keras."""
+    found = _notebooks_ran(folder, "*.ipynb")
+    if found is None and folder.parent != folder and not _project_root(folder):
+        # none beside it shows anything: the book's other chapters (the parent folder's notebooks, two levels down)
+        found = _notebooks_ran(folder.parent, "*/*.ipynb", "*.ipynb")
+    return found
+
+
+_ROOT_MARKERS = (".git", "setup.py", "pyproject.toml", "requirements.txt", "README.md", "README.rst", "README",
+                 "LICENSE", "setup.cfg")
+
+
+def _project_root(folder: Path) -> bool:
+    """`folder` looks like a repository's root: looking above it would read other projects' notebooks."""
+    return any((folder / m).exists() for m in _ROOT_MARKERS)
+
+
+def _notebooks_ran(folder: Path, *patterns: str) -> Optional[Pins]:
+    """See `_siblings_ran`: the notebooks `patterns` find under `folder` (30 at most). Releases that span more than
+    one era (1.x beside 2.x, or more than three minor releases apart) say nothing about one notebook."""
     try:
-        books = sorted(folder.glob("*.ipynb"))[:30]
+        books = sorted({p for pattern in patterns for p in folder.glob(pattern)})[:30]
     except OSError:
         return None
-    found = None
+    releases: list[tuple[int, int]] = []
+    old_keras = None
     for nb in books:
         ran = notebook_versions(str(nb))
         if ran is None:
             continue
-        if ran.tensorflow is not None or ran.keras_version is None or ran.keras_version >= (2, 4):
-            return None  # a sibling printed its TensorFlow or a newer Keras: the folder's notebooks differ
-        found = ran
-    return found
+        if ran.tensorflow is not None:
+            releases.append(ran.tensorflow)
+        elif ran.keras_version is not None and ran.keras_version < (2, 4):
+            old_keras = ran
+        else:
+            return None  # a sibling printed only a newer Keras: the folder's notebooks differ
+    if releases:
+        low, high = min(releases), max(releases)
+        if low[0] != high[0] or high[1] - low[1] > 3:
+            return None
+        return pins_of_text([("the folder's notebooks printed",
+                              f"tensorflow>={low[0]}.{low[1]},<={high[0]}.{high[1]}.999")])
+    return old_keras
 
 
 @lru_cache(maxsize=4096)
