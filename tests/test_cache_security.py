@@ -98,3 +98,25 @@ def test_the_cache_gives_the_same_rules_as_the_yaml(tmp_path):
     assert [m.to_json() for m in cached] == [m.to_json() for m in fresh]
     assert [(m.check, m.pattern, m.path) for m in cached] == [(m.check, m.pattern, m.path) for m in fresh]
     assert registry_cache_file().suffix == ".json"
+
+
+def test_other_builds_caches_are_kept_up_to_a_few(tmp_path):
+    """Two installs used in turn (a checkout and a virtualenv's tflint) keep their own registry caches; only the
+    few most recently written other builds' caches stay, and pickles never do."""
+    import os
+
+    from tflint.registry import KEEP_OTHER_CACHES
+
+    folder = tmp_path / "tflint"
+    folder.mkdir()
+    others = []
+    for i in range(KEEP_OTHER_CACHES + 2):
+        f = folder / f"registry-other{i}.json"
+        f.write_text("{}")
+        os.utime(f, (1_000_000 + i, 1_000_000 + i))
+        others.append(f)
+    (folder / "registry-old.pickle").write_bytes(b"x")
+    _write_cache(folder / "registry-mine.json", list(build_registry().rules.values()))
+    kept = sorted(p.name for p in folder.glob("registry-*"))
+    newest = sorted(f.name for f in others[-KEEP_OTHER_CACHES:])
+    assert kept == sorted(["registry-mine.json", *newest])

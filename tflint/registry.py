@@ -406,6 +406,9 @@ def _rules_from_cache(cache_file: Path, checks: dict[str, type]) -> list[RuleMet
     return rules
 
 
+KEEP_OTHER_CACHES = 3  # other builds' registry caches kept beside this build's
+
+
 def _write_cache(cache_file: Path, rules: list[RuleMeta]) -> None:
     import json
     import os
@@ -420,9 +423,19 @@ def _write_cache(cache_file: Path, rules: list[RuleMeta]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, cache_file)
-        for old in cache_file.parent.glob("registry-*"):  # other fingerprints, and the pickles of old releases
-            if old != cache_file and old.suffix in (".json", ".pickle"):
+        # the pickles of old releases go (a pickle can run code when loaded); of other builds' JSON caches (another
+        # checkout, another virtualenv's tflint) the KEEP_OTHER_CACHES most recently written stay, so that two
+        # installs used in turn do not rebuild each other's cache on every run
+        others = []
+        for old in cache_file.parent.glob("registry-*"):
+            if old == cache_file:
+                continue
+            if old.suffix == ".pickle":
                 old.unlink(missing_ok=True)
+            elif old.suffix == ".json":
+                others.append((old.stat().st_mtime, old))
+        for _, old in sorted(others, reverse=True)[KEEP_OTHER_CACHES:]:
+            old.unlink(missing_ok=True)
     except (OSError, ValueError, TypeError):
         pass  # no writable cache directory (or a rule that is not plain data): build it every time
 
