@@ -410,34 +410,28 @@ class Functions:
     def overrides(self, fn: FunctionLike) -> list[cst.FunctionDef]:
         """The methods of same-file subclasses that override method `fn` (`ImagenetDataset._train_transform_fn`
         over the base class's identity `_train_transform_fn`): what `self._train_transform_fn` may run."""
-        if not isinstance(fn, cst.FunctionDef):
+        cls = self._method_class(fn)
+        if cls is None:
             return []
-        cls = self.index.enclosing_class(fn)
-        if cls is None or self.method(cls, fn.name.value) is not fn:
-            return []
-        out = []
-        for other in self.index.nodes(cst.ClassDef):
-            if other is cls or not any(c is cls for c in self.lineage(other)):
-                continue
-            m = self.method(other, fn.name.value)
-            if m is not None and m is not fn:
-                out.append(m)
-        return out
+        subclasses = [c for c in self.index.nodes(cst.ClassDef) if c is not cls and any(b is cls for b in self.lineage(c))]
+        return self._same_named(fn, subclasses)
 
     def overridden(self, fn: FunctionLike) -> list[cst.FunctionDef]:
         """The same-file base-class methods that method `fn` overrides (a call `self.m(...)` written in the base
         class runs `fn` on an instance of the subclass)."""
+        cls = self._method_class(fn)
+        return self._same_named(fn, [b for b in self.lineage(cls) if b is not cls]) if cls is not None else []
+
+    def _method_class(self, fn: FunctionLike) -> Optional[cst.ClassDef]:
+        """The class `fn` is a method of (defined in its body), else None."""
         if not isinstance(fn, cst.FunctionDef):
-            return []
+            return None
         cls = self.index.enclosing_class(fn)
-        if cls is None or self.method(cls, fn.name.value) is not fn:
-            return []
-        out = []
-        for base in self.lineage(cls):
-            m = self.method(base, fn.name.value) if base is not cls else None
-            if m is not None and m is not fn:
-                out.append(m)
-        return out
+        return cls if cls is not None and self.method(cls, fn.name.value) is fn else None
+
+    def _same_named(self, fn: cst.FunctionDef, classes: list[cst.ClassDef]) -> list[cst.FunctionDef]:
+        found = [self.method(c, fn.name.value) for c in classes]
+        return [m for m in found if m is not None and m is not fn]
 
     def lineage(self, cls: cst.ClassDef, depth: int = 0) -> Iterable[cst.ClassDef]:
         """`cls`, then the same-file classes it derives from, depth first (five levels at most)."""

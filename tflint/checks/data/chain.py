@@ -718,6 +718,14 @@ def evaluation_pipeline(sem: Semantics, call: cst.Call, p: Optional[Pipeline] = 
     named `val…`/`eval…`/`test…`/`dev…` (`val_ds = ...`, `def eval_input_fn`, `validation_data=ds.cache()`), or a
     `"validation"`/`"test"` string among the pipeline's arguments (`split="validation"`, `subset="validation"`).
     There the order of elements and fixed random crops do not matter (or are what a validation metric wants)."""
+    return _named(sem, call, p, EVALUATION, keyword=True) or eval_branch(sem, call)
+
+
+def _named(sem: Semantics, call: cst.Call, p: Optional[Pipeline], pattern: re.Pattern, keyword: bool) -> bool:
+    """The names around `call` (the variable it is assigned to, its function, its receiver, and with `keyword` the
+    keyword it is passed as) or a string among its pipeline's arguments match `pattern`. A name that also says
+    training (`train_and_eval`) is no evidence (google-research/simclr's `train_and_eval` builds the training
+    pipeline)."""
     names = []
     stmt = sem.index.statement_of(call)
     if isinstance(stmt, cst.Assign):
@@ -729,14 +737,12 @@ def evaluation_pipeline(sem: Semantics, call: cst.Call, p: Optional[Pipeline] = 
     if isinstance(receiver, cst.Name):
         names.append(receiver.value)
     arg = sem.index.parent(call)
-    if isinstance(arg, cst.Arg) and arg.keyword is not None:
+    if keyword and isinstance(arg, cst.Arg) and arg.keyword is not None:
         names.append(arg.keyword.value)
-    # a name that also says training (`train_and_eval`) is no evidence of an evaluation input (google-research/
-    # simclr's `train_and_eval` builds the training pipeline)
-    if any(EVALUATION.search(n) and not _TRAINING.search(n) for n in names) or eval_branch(sem, call):
+    if any(pattern.search(n) and not _TRAINING.search(n) for n in names):
         return True
     calls = [s.call for s in (p.steps if p is not None else []) if s.call is not None] + [call]
-    return any(isinstance(a.value, cst.SimpleString) and EVALUATION.search(a.value.evaluated_value or "")
+    return any(isinstance(a.value, cst.SimpleString) and pattern.search(a.value.evaluated_value or "")
                for c in calls for a in c.args)
 
 
@@ -747,24 +753,10 @@ ONCE = re.compile(r"(^|_)(test|testing|infer|inference|serving|predict|predictio
 
 def read_once_pipeline(sem: Semantics, call: cst.Call, p: Optional[Pipeline] = None) -> bool:
     """`call` belongs to a test or inference pipeline, by the names `evaluation_pipeline` reads (its variable, function,
-    receiver, keyword, or a string among its arguments): read once after training. A validation set
-    (`validation_data=ds_valid`) is read again in every epoch and is not one (round 21-22 judges: rasbt's validation
-    map re-tokenized every epoch and workshops' per-epoch `eval_ds`, true; the test sets evaluated once, not worth)."""
-    names = []
-    stmt = sem.index.statement_of(call)
-    if isinstance(stmt, cst.Assign):
-        names += [t.target.value for t in stmt.targets if isinstance(t.target, cst.Name)]
-    fn = sem.index.enclosing_function(call)
-    if fn is not None:
-        names.append(fn.name.value)
-    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
-    if isinstance(receiver, cst.Name):
-        names.append(receiver.value)
-    if any(ONCE.search(n) and not _TRAINING.search(n) for n in names):
-        return True
-    calls = [s.call for s in (p.steps if p is not None else []) if s.call is not None] + [call]
-    return any(isinstance(a.value, cst.SimpleString) and ONCE.search(a.value.evaluated_value or "")
-               for c in calls for a in c.args)
+    receiver, or a string among its arguments): read once after training. A validation set (`validation_data=ds_valid`)
+    is read again in every epoch and is not one (round 21-22 judges: rasbt's validation map re-tokenized every epoch and
+    workshops' per-epoch `eval_ds`, true; the test sets evaluated once, not worth)."""
+    return _named(sem, call, p, ONCE, keyword=False)
 
 
 def _mentions(test: cst.BaseExpression, pattern: re.Pattern) -> bool:
