@@ -744,3 +744,24 @@ def test_a_notebook_that_never_ran_takes_the_releases_its_books_other_chapters_p
     (tmp_path / "elsewhere" / "c.ipynb").write_text(nb("import tensorflow as tf\ntf.__version__", "'2.3.0'"))
     pins_for_folder.cache_clear()
     assert pins_for(str(book / "top.ipynb")) is None  # the root's README: other projects' notebooks are not read
+
+
+def test_a_files_header_names_what_it_was_written_for(tmp_path):
+    """pythonlessons/Reinforcement_Learning: `# Tutorial written for - Tensorflow 1.15, Keras 2.2.4` heads the original
+    scripts, `# Tutorial written for - Tensorflow 2.3.1` their `_TF2` copies, under one requirements.txt pinning 2.3.1
+    for the copies. The file's own header is its target; a line far below the header is not."""
+    from tflint.pins import HEADER_LINES, header_pins
+
+    p = header_pins("# Tutorial by www.pylessons.com\n# Tutorial written for - Tensorflow 1.15, Keras 2.2.4\nimport os\n")
+    assert p is not None and p.tensorflow == (1, 15) and p.keras_version == (2, 2)
+    assert header_pins("# Tutorial written for - Tensorflow 2.3.1\nimport tensorflow as tf\n").tensorflow == (2, 3)
+    assert header_pins('"""Tested with TensorFlow 1.13.1."""\nimport tensorflow as tf\n').tensorflow == (1, 13)
+    assert header_pins("import tensorflow as tf\n") is None
+    assert header_pins("\n" * HEADER_LINES + "# written for TensorFlow 1.15\n") is None
+    code = ("# Tutorial written for - Tensorflow 1.15, Keras 2.2.4\nfrom keras.models import Sequential\n"
+            "model = Sequential()\nfor s in states:\n    q = model.predict(s)\n")
+    project = _project(tmp_path / "hdr", "tensorflow==2.3.1\n", code)
+    pins_for_folder.cache_clear()
+    assert _json(project, "--select", "TFL301", "m.py") == []  # multi-backend Keras 2.2.4: predict is cheap there
+    (project / "m.py").write_text(code.replace("Tensorflow 1.15, Keras 2.2.4", "Tensorflow 2.3.1"))
+    assert [f["code"] for f in _json(project, "--select", "TFL301", "m.py")] == ["TFL301"]

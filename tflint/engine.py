@@ -100,7 +100,7 @@ class Settings:
         """The TensorFlow (and Keras) a file runs on: `target-version` when configured; else what the project pins
         (tflint.pins), lowered to TF 1.15 for a file written against TF1 (tf.contrib or sessions without
         compat.v1 cannot run on TF2; a compat.v1 file is TF1 unless the project pins TF2)."""
-        from .pins import keras2_style, pins_for, standalone_keras_import, tf1_style
+        from .pins import header_pins, keras2_style, pins_for, standalone_keras_import, tf1_style
 
         style = tf1_style(text)
         if self.config.target_explicit:
@@ -109,7 +109,7 @@ class Settings:
                           tf1=style is not None or v < (2, 0))
         k2_modules = keras2_style(text)
         old_keras = k2_modules and standalone_keras_import(text)
-        pins = pins_for(path)
+        pins = header_pins(text) or pins_for(path)  # the file's own "written for TensorFlow 1.15" first
         version = pins.tensorflow if pins is not None and pins.tensorflow else self.config.target_version
         keras2 = (pins is not None and pins.keras2) or version < (2, 16) or k2_modules
         source = pins.source if pins is not None else ""

@@ -376,6 +376,29 @@ _PROSE_ENV_LINE = re.compile(
     r"(\d+\.\d+(?:\.\d+)?)\b(?=\s*(?:,|;|$))", re.I | re.M)
 
 
+# a source file's own header naming what it was written for: `# Tutorial written for - Tensorflow 1.15, Keras 2.2.4`
+# (pythonlessons/Reinforcement_Learning: the original scripts say TF 1.15 / Keras 2.2.4 beside `_TF2` copies saying
+# 2.3.1, under one requirements.txt that pins 2.3.1 for the copies: 37 TFL301 findings judged false in round 27)
+_HEADER_WRITTEN_FOR = re.compile(
+    r"\b(?:written|tested|developed|made)\s+(?:for|with|on|using|against)\b[\s:\-]*(?:\*\*|`)?tensorflow(?:-gpu)?"
+    r"(?:\*\*|`)?\s*v?(\d+\.\d+(?:\.\d+)?)(?:[^\n]*?\bkeras\s*v?(\d+\.\d+(?:\.\d+)?))?", re.I)
+HEADER_LINES = 15
+
+
+def header_pins(text: str) -> Optional[Pins]:
+    """The release a source file's header comments (its first HEADER_LINES lines: comments and the module docstring)
+    say it was written or tested for, with the Keras release the same line names; None when they name none. The
+    file's own word beats its folder's pins, which may be for other files."""
+    head = "\n".join(text.split("\n", HEADER_LINES)[:HEADER_LINES])
+    if "ensor" not in head:
+        return None
+    m = _HEADER_WRITTEN_FOR.search(head)
+    if m is None:
+        return None
+    spec = f"tensorflow=={m.group(1)}" + (f"\nkeras=={m.group(2)}" if m.group(2) else "")
+    return pins_of_text([("the file's header", spec)])
+
+
 def prose_pins(text: str) -> str:
     """Requirements a README states in words: "tested with TensorFlow 1.13.1" (that release), "TensorFlow 2.4 or
     later" (at least it), "Requires tensorflow==2.1.0"; xlnet's README names its release only so (a TFL101 miss in
