@@ -247,6 +247,13 @@ class DatasetWithoutPrefetch(Check):
             # is there (TFL102 in files using TPUEstimator: 2 true, 11 not worth, 15 false in the real-code ledger)
             if not self._prefetched_by_caller(node) and not self._tpu_estimator():
                 self._returns_of(node, f"its caller (returned from `{node.name.value}`)")
+                inner = self.functions.returned_closure(node)
+                if inner is not None and not self.functions.is_tf_function(inner) and not (
+                        isinstance(inner, cst.FunctionDef) and INPUT_FN_NAME.search(inner.name.value)):
+                    # `_make_input_fn(...)` returning its nested `load_dataset(params)`: the input function itself
+                    # (disentanglement_lib's builders, round 27 misses)
+                    name = inner.name.value if isinstance(inner, cst.FunctionDef) else "lambda"
+                    self._returns_of(inner, f"its caller (returned from `{name}`, built by `{node.name.value}`)")
         elif self.index.parent(node) is self.index.module:
             # another module of the project trains on what this function returns, as it is (no step added there)
             where = self.sem.project.trained_elsewhere(node.name.value)
@@ -286,10 +293,20 @@ class DatasetWithoutPrefetch(Check):
                     break
 
     def _tpu_estimator(self) -> bool:
+        """The file runs a TPUEstimator on a TPU: a `TPUEstimator(...)` that does not pass `use_tpu=False` (with it,
+        the estimator trains on CPU or GPU with no infeed thread: disentanglement_lib, round 27), or a
+        `TPUEstimatorSpec`."""
         if not hasattr(self, "_uses_tpu_estimator"):
-            self._uses_tpu_estimator = "TPUEstimator" in self.ctx.text and any(
-                (self.sem.call_name(c) or "").endswith((".TPUEstimator", ".TPUEstimatorSpec"))
-                for c in self.index.nodes(cst.Call))
+            found = False
+            if "TPUEstimator" in self.ctx.text:
+                for c in self.index.nodes(cst.Call):
+                    q = self.sem.call_name(c) or ""
+                    if q.endswith(".TPUEstimatorSpec"):
+                        found = True
+                    elif q.endswith(".TPUEstimator"):
+                        use_tpu = get_arg(c, "use_tpu")
+                        found = found or use_tpu is None or literal_value(use_tpu.value) is not False
+            self._uses_tpu_estimator = found
         return self._uses_tpu_estimator
 
     def _prefetched_by_caller(self, fn: cst.FunctionDef) -> bool:
