@@ -1,6 +1,8 @@
 """TFL301 predict-in-loop: `model.predict(x)` on a Keras model inside a Python loop."""
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 import libcst as cst
@@ -16,6 +18,7 @@ from .models import is_model_value, resolve_value
 EPOCH_METHODS = frozenset({"fit", "evaluate", "fit_generator", "evaluate_generator"})
 QUIET_KEYWORDS = frozenset({"verbose"})
 TRAIN_STEP_METHODS = frozenset({"train_on_batch", "test_on_batch"})  # Keras-only: no scikit-learn or PyTorch look-alike
+_TRAINING_CALL = re.compile(r"^(fit|train\w*|replay|remember|learn|update|apply_gradients|minimize|optimize)$")
 NUMPY_ON_BATCH_SINCE = (2, 2)  # predict_on_batch returns NumPy arrays again from TF 2.2 on
 PERIODIC = 10  # a predict once every this many iterations or more costs under 5 ms a step amortized
 ONE_OFF_CALLS = 100  # a top-level loop of at most this many predicts, run once: seconds of overhead in all
@@ -78,6 +81,8 @@ class PredictInLoop(Check):
             return  # `predict(x[i:i + batch_size])`, `batch_size=64`: a batch per call
         if any(user_paced(self.sem, loop) for loop in loops):
             return  # `input("Continue?")` each iteration, or the files the user uploaded: a person sets the pace
+        if via is None and self._playback(loops[0]):
+            return  # `env.render()` and a predicted action per frame, nothing trained: a trained agent shown playing
         if (display_code(self.sem, loops[0]) or (via is not None and display_code(self.sem, self.index.enclosing_function(node)))) \
                 and not video_loop(self.sem, loops[0]):
             return  # each prediction is drawn (`plt.imshow`, `display(...)`): a figure's handful of samples
@@ -110,6 +115,23 @@ class PredictInLoop(Check):
                         applicability=Applicability.UNSAFE)
         else:
             self.report(node, message, start_node=func.attr)
+
+    def _playback(self, loop: cst.CSTNode) -> bool:
+        """The loop renders an environment each iteration (`env.render()`) and trains nothing (no `fit`, `train*`,
+        `replay`, `remember`, `learn`, gradient update): a trained agent shown playing for a person to watch, where
+        predict's overhead only slows the display (round 27: pythonlessons' `test()` loops, 8 judged not worth)."""
+        body = getattr(loop, "body", None)
+        if body is None:
+            return False
+        rendered = False
+        for call in self.index.nodes_inside(body, cst.Call):
+            name = call.func.attr.value if isinstance(call.func, cst.Attribute) else \
+                call.func.value if isinstance(call.func, cst.Name) else ""
+            if name == "render" and not call.args:
+                rendered = True
+            elif _TRAINING_CALL.search(name):
+                return False
+        return rendered
 
     def _own_predict(self, receiver: cst.BaseExpression) -> bool:
         """The receiver's class, a same-file Keras model subclass, defines `predict` itself (or a same-file base of
