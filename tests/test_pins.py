@@ -765,3 +765,34 @@ def test_a_files_header_names_what_it_was_written_for(tmp_path):
     assert _json(project, "--select", "TFL301", "m.py") == []  # multi-backend Keras 2.2.4: predict is cheap there
     (project / "m.py").write_text(code.replace("Tensorflow 1.15, Keras 2.2.4", "Tensorflow 2.3.1"))
     assert [f["code"] for f in _json(project, "--select", "TFL301", "m.py")] == ["TFL301"]
+
+
+def test_a_file_using_tf_estimator_runs_tensorflow_2_15_or_older(tmp_path):
+    """`tf.estimator` left with TF 2.16 (tensorflow-estimator's last release is 2.15.0; TF 2.16.1 requires keras>=3 and
+    no estimator): on an unpinned project a file that uses it runs 2.15 with Keras 2, where `fit_generator` is valid
+    (TensorFlow's migration guides: TFL302 findings judged false). A file without it keeps the newest release."""
+    code = "import tensorflow as tf\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.fit_generator(g(), epochs=3)\n"
+    project = _project(tmp_path / "est", "tensorflow\n", code)
+    pins_for_folder.cache_clear()
+    assert [f["code"] for f in _json(project, "--select", "TFL302", "m.py")] == ["TFL302"]
+    (project / "m.py").write_text(code + "est = tf.estimator.DNNClassifier(hidden_units=[8], feature_columns=[])\n")
+    assert _json(project, "--select", "TFL302", "m.py") == []
+
+
+def test_a_siblings_pip_install_is_not_its_folders_release(tmp_path):
+    """A hub tutorial's `!pip install "tensorflow<2.9.0"` is for its own kernel: the notebooks beside it that print
+    nothing are not taken to run 2.8 (2 TFL102 findings judged false)."""
+    from tflint.pins import pins_for
+
+    def nb(src):
+        return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
+                                      "source": src}], "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+
+    hub = tmp_path / "site" / "hub"
+    hub.mkdir(parents=True)
+    (tmp_path / "site" / ".git").mkdir()
+    (hub / "on_device.ipynb").write_text(nb('!pip install "tensorflow<2.9.0"\nimport tensorflow as tf'))
+    (hub / "retraining.ipynb").write_text(nb("import tensorflow as tf\nds = tf.data.Dataset.range(3)"))
+    pins_for_folder.cache_clear()
+    assert pins_for(str(hub / "on_device.ipynb")).tensorflow == (2, 8)
+    assert pins_for(str(hub / "retraining.ipynb")) is None

@@ -31,6 +31,8 @@ SYNTAX_ERROR = "TFL001"
 UNUSED_SUPPRESSION = "TFL002"
 # A file that cannot contain TensorFlow code is not parsed by libcst (only checked for syntax).
 _TF_HINT = re.compile(r"tensorflow|keras|\btf\b|tfds|tf_keras")
+_ESTIMATOR = re.compile(r"\b(?:tf|tensorflow)\.(?:compat\.v1\.)?estimator\.|^\s*(?:from|import)\s+tensorflow_estimator\b|"
+                        r"^\s*from\s+tensorflow(?:\.compat\.v1)?\s+import\s+estimator\b", re.M)
 _LEGACY_KERAS = re.compile(r"""TF_USE_LEGACY_KERAS['"]?\s*(?:\]\s*=|,|=)\s*['"]?(?:1|true|True|TRUE)\b""")
 _TF_KERAS = re.compile(r"\btf\.keras\b|\btensorflow\.keras\b|from\s+tensorflow\s+import\s+[^\n]*\bkeras\b|\btf_keras\b")
 
@@ -116,6 +118,11 @@ class Settings:
         if not keras2 and _LEGACY_KERAS.search(text):
             # `os.environ["TF_USE_LEGACY_KERAS"] = "1"` before TensorFlow is imported: tf.keras is tf_keras (Keras 2)
             keras2, source = True, (source + "; " if source else "") + "TF_USE_LEGACY_KERAS=1 in the file"
+        if version >= (2, 16) and _ESTIMATOR.search(text):
+            # `tf.estimator` left with TF 2.16 (its last tensorflow-estimator is 2.15.0; 2.15.1 requires
+            # `tensorflow-estimator<2.16`, 2.16.1 does not and requires `keras>=3`): a file using it runs on 2.15 or
+            # older, with Keras 2 (TensorFlow's migration guides: 3 TFL302 findings judged false, round 27 re-judging)
+            version, keras2, source = (2, 15), True, (source + "; " if source else "") + "tf.estimator in the file"
         if style == "tf1-runtime" or (style == "tf1-api" and (pins is None or not pins.tensorflow
                                                               or pins.tensorflow < (2, 0))):
             if version > (1, 15):

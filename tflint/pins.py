@@ -533,8 +533,9 @@ def _notebooks_ran(folder: Path, *patterns: str) -> Optional[Pins]:
     old_keras = None
     for nb in books:
         ran = notebook_versions(str(nb))
-        if ran is None:
-            continue
+        if ran is None or not ran.source.startswith("notebook output"):
+            continue  # what a sibling installs or says applies to its own kernel (a hub tutorial's `pip install
+            # "tensorflow<2.9.0"` is not its folder's: 2 TFL102 findings judged false); what they printed ran
         if ran.tensorflow is not None:
             releases.append(ran.tensorflow)
         elif ran.keras_version is not None and ran.keras_version < (2, 4):
