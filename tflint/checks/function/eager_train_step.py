@@ -259,6 +259,12 @@ class EagerTrainStep(Check):
             for t in assign.targets:
                 if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) and t.target.value.value == "self":
                     return f"it assigns `{self.code_for(t.target)}` (a Python side effect)"
+        for aug in self.functions.body_nodes(fn, cst.AugAssign):
+            # `self.epsilon *= self.epsilon_decay` in the step: a traced step would decay it only while tracing
+            # (rlcode's Deep SARSA, round 28: the offered decorator judged false)
+            t = aug.target
+            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                return f"it updates `{self.code_for(t)}` (a Python side effect)"
         if not has_tf and not self._calls_steps(fn):  # (a step made of same-file steps computes in them)
             return "it does no TensorFlow computation"
         found = (self._host_values_in_helpers(fn) or self._host_values_in_passed_functions(fn)
