@@ -796,3 +796,26 @@ def test_a_siblings_pip_install_is_not_its_folders_release(tmp_path):
     pins_for_folder.cache_clear()
     assert pins_for(str(hub / "on_device.ipynb")).tensorflow == (2, 8)
     assert pins_for(str(hub / "retraining.ipynb")) is None
+
+
+def test_a_recipe_two_folders_down_takes_what_the_books_chapters_printed(tmp_path):
+    """A cookbook: `ch8/03_cifar/x.ipynb` prints nothing, `ch1` and `ch2` printed 2.2.0, `ch3` printed Keras 2.4.3 only
+    (tf.keras of that era, no TensorFlow release of its own): the recipe runs TF 2.2 (two round-28 TFL102 misses)."""
+    from tflint.pins import pins_for
+
+    def nb(src, out=None):
+        outputs = [{"output_type": "stream", "name": "stdout", "text": [out]}] if out else []
+        return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": outputs,
+                                      "source": src}], "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+
+    book = tmp_path / "cookbook"
+    (book / ".git").mkdir(parents=True)
+    for ch, out, what in (("ch1", "2.2.0\n", "tf"), ("ch2", "2.2.0\n", "tf"), ("ch3", "2.4.3\n", "keras")):
+        (book / ch).mkdir()
+        (book / ch / "a.ipynb").write_text(nb(f"import tensorflow as tf\nimport keras\nprint({what}.__version__)", out))
+    (book / "ch8" / "03_cifar").mkdir(parents=True)
+    (book / "ch8" / "readme.md").write_text("Chapter 8\n")
+    (book / "ch8" / "03_cifar" / "x.ipynb").write_text(nb("import tensorflow as tf"))
+    pins_for_folder.cache_clear()
+    p = pins_for(str(book / "ch8" / "03_cifar" / "x.ipynb"))
+    assert p is not None and p.tensorflow == (2, 2)

@@ -507,9 +507,14 @@ def _siblings_ran(folder: Path) -> Optional[Pins]:
     (dipanjanS/hands-on-transfer-learning-with-python's never-run notebook, round 25: a TFL301 finding judged false).
     None when the siblings show nothing, or Keras 2.4+ beside multi-backend Keras."""
     found = _notebooks_ran(folder, "*.ipynb")
-    if found is None and folder.parent != folder and not _project_root(folder):
-        # none beside it shows anything: the book's other chapters (the parent folder's notebooks, two levels down)
-        found = _notebooks_ran(folder.parent, "*/*.ipynb", "*.ipynb")
+    level = folder
+    for _ in range(3):
+        if found is not None or level.parent == level or _project_root(level):
+            break
+        # none beside it shows anything: the book's other chapters (the parent folder's notebooks, up to two folders
+        # down: `ch8/03_cifar/x.ipynb` beside `ch1/x.ipynb`), up to the repository's root and never above it
+        level = level.parent
+        found = _notebooks_ran(level, "*.ipynb", "*/*.ipynb", "*/*/*.ipynb")
     return found
 
 
@@ -531,6 +536,7 @@ def _notebooks_ran(folder: Path, *patterns: str) -> Optional[Pins]:
         return None
     releases: list[tuple[int, int]] = []
     old_keras = None
+    newer_keras = False
     for nb in books:
         ran = notebook_versions(str(nb))
         if ran is None or not ran.source.startswith("notebook output"):
@@ -541,14 +547,14 @@ def _notebooks_ran(folder: Path, *patterns: str) -> Optional[Pins]:
         elif ran.keras_version is not None and ran.keras_version < (2, 4):
             old_keras = ran
         else:
-            return None  # a sibling printed only a newer Keras: the folder's notebooks differ
+            newer_keras = True  # a Keras release printed alone (`keras==2.4.3`): no TensorFlow release of its own
     if releases:
         low, high = min(releases), max(releases)
         if low[0] != high[0] or high[1] - low[1] > 3:
             return None
         return pins_of_text([("the folder's notebooks printed",
                               f"tensorflow>={low[0]}.{low[1]},<={high[0]}.{high[1]}.999")])
-    return old_keras
+    return None if newer_keras else old_keras  # multi-backend Keras beside a newer one: the notebooks differ
 
 
 @lru_cache(maxsize=4096)

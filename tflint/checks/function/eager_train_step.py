@@ -22,6 +22,8 @@ from ._graph import LIST_MUTATORS, indentation, is_outer_container, spell, tenso
 _CONTRIB_EAGER = re.compile(r"\bcontrib\.eager\b|\bfrom tensorflow\.contrib import eager\b")
 EFFECT_PREFIXES = ("builtins.print", "builtins.open", "builtins.input", "logging.", "time.", "tqdm.", "os.",
                    "sys.", "wandb.", "mlflow.", "absl.logging.", "json.", "pickle.", "random.", "shutil.")
+_PASS_THROUGH = frozenset({"builtins.staticmethod", "builtins.classmethod", "builtins.property", "functools.wraps",
+                           "abc.abstractmethod", "typing.overload"})
 SCALAR_STEPS = 500  # a scalar model trained at most this many steps eagerly: under 1 s in all (measured)
 _VARIABLE = ("tensorflow.Variable", "tensorflow.compat.v1.Variable")
 _SCALAR_RANDOM = ("numpy.random.randn", "numpy.random.rand", "numpy.random.random", "numpy.random.normal",
@@ -61,6 +63,9 @@ class EagerTrainStep(Check):
         if self.functions.is_tf_function(node) or self.functions.framework_hook(node) or not self._is_step(node) \
                 or self._loops_inline(node):
             return
+        if any(not self._pass_through(d) for d in node.decorators):
+            return  # a decorator of the project's (`@distributed(strategy)` returning a `tf.function` wrapper that runs
+            # the step through `strategy.run`: deeplearning.ai's distributed GAN, round 28, judged false): unknown
         call = self._loop_call(node)
         if call is None or self._scalar_model(self.functions.calls_in(node), call):
             return
@@ -95,6 +100,13 @@ class EagerTrainStep(Check):
         if not tape:
             return self._calls_steps(fn)
         return applies_update(self.functions.calls_in(fn))
+
+    def _pass_through(self, dec: cst.Decorator) -> bool:
+        """A decorator that leaves how the function runs as it is: `staticmethod`, `classmethod`, `functools.wraps`,
+        `property`, `abc.abstractmethod`."""
+        expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        q = self.names.qualified_name(expr) or ""
+        return q in _PASS_THROUGH
 
     def _calls_steps(self, fn: cst.FunctionDef) -> bool:
         """`fn` opens no tape itself but calls, once each and outside any loop of its own, same-file functions that
