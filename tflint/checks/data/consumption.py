@@ -138,10 +138,7 @@ def _use(sem: Semantics, node: cst.CSTNode, todo: list) -> str:
             and isinstance(parent.targets[0].target, cst.Name):
         reads = _reads(sem, parent, parent.targets[0].target.value)
         if not reads:
-            # built and not read here: another module, or a later edit, reads it; but a notebook's cells are its
-            # whole program, and a dataset no cell reads trains nothing (round 28: a cookbook's "data sources" recipes
-            # that build `TextLineDataset(...).map(...)` to show the API, 6 TFL101 findings judged false)
-            return PREVIEW if sem.notebook else UNKNOWN
+            return UNKNOWN  # built and not read here: another module, or a later edit, reads it
         todo.extend(reads)
         return NEUTRAL
     if isinstance(parent, cst.Expr):
