@@ -185,6 +185,12 @@ def method_name(call: cst.Call) -> Optional[str]:
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
+def called_name(call: cst.Call) -> str:
+    """The name a call is spelled with: `render` for `env.render()`, `train` for `train(x)`; "" otherwise."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+
+
 def optimization_disabled(text: str, name: str, sem: Optional[Semantics] = None) -> bool:
     """The file switches one of tf.data's default static optimizations off (`options.experimental_optimization.<name>
     = False`, or all of them with `apply_default_optimizations = False`), in code that can run: with `sem`, an
@@ -602,7 +608,7 @@ def is_work_call(sem: Semantics, call: cst.Call, depth: int = 2) -> bool:
     """The call does training, evaluation or inference work (a step, a graph function, a model, a strategy or
     session run, gradients), looking `depth` same-file calls deep."""
     func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    name = called_name(call)
     if isinstance(func, cst.Attribute) and name in WORK_METHODS:
         return True
     if name and _STEP_NAME.search(name):

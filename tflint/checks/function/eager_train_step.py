@@ -95,11 +95,14 @@ class EagerTrainStep(Check):
 
     # -- matching ----------------------------------------------------------------------------------------
     def _is_step(self, fn: cst.FunctionDef) -> bool:
-        tape = any(self._is_tape(item.item) for w in self.functions.body_nodes(fn, cst.With) for item in w.items
-                   if self.functions.owner(w) is fn)
-        if not tape:
+        if not self._tapes(fn):
             return self._calls_steps(fn)
         return applies_update(self.functions.calls_in(fn))
+
+    def _tapes(self, fn: cst.FunctionDef) -> list[cst.With]:
+        """The `with tf.GradientTape() as tape:` blocks of `fn`'s own body (not of defs nested in it)."""
+        return [w for w in self.functions.body_nodes(fn, cst.With) if self.functions.owner(w) is fn
+                and any(self._is_tape(i.item) for i in w.items)]
 
     def _pass_through(self, dec: cst.Decorator) -> bool:
         """A decorator that leaves how the function runs as it is: `staticmethod`, `classmethod`, `functools.wraps`,
@@ -119,9 +122,7 @@ class EagerTrainStep(Check):
             if not isinstance(callee, cst.FunctionDef) or callee is fn \
                     or self.functions.tf_function_reason(callee) in ("decorated", "wrapped"):
                 continue  # (a helper also called from graph code elsewhere still runs eagerly when `fn` calls it)
-            tape = any(self._is_tape(item.item) for w in self.functions.body_nodes(callee, cst.With)
-                       for item in w.items if self.functions.owner(w) is callee)
-            if not tape or not applies_update(self.functions.calls_in(callee)):
+            if not self._tapes(callee) or not applies_update(self.functions.calls_in(callee)):
                 continue
             if any(isinstance(lp, (cst.For, cst.While)) for lp in self.index.enclosing_loops(call)):
                 return False  # a loop of steps: `fn` trains an epoch, its helper is the step (reported itself)
@@ -133,8 +134,7 @@ class EagerTrainStep(Check):
         the step written inline, which the inline finding reports; wrapping the loop in `tf.function` is not the
         remedy (round 20: an epoch function printing `loss.numpy()`, a DQN `train` sampling a Python replay buffer
         per iteration, each reported twice and judged false)."""
-        tapes = [w for w in self.functions.body_nodes(fn, cst.With) if self.functions.owner(w) is fn
-                 and any(self._is_tape(i.item) for i in w.items)]
+        tapes = self._tapes(fn)
         return bool(tapes) and all(
             any(isinstance(lp, (cst.For, cst.While)) for lp in self.index.enclosing_loops(w)) for w in tapes)
 
@@ -349,14 +349,9 @@ class EagerTrainStep(Check):
             if method is None:
                 continue
             params = {p.name.value for p in self.functions.iter_params(method)} - {"self"}
-            for inner in self.functions.calls_in(method):
-                read = self._host_read(inner)
-                q = self.names.call_name(inner) or ""
-                if read is None and q.startswith("numpy.") and any(
-                        n.value in params for a in inner.args for n in walk(a.value, cst.Name)):
-                    read = "runs NumPy on its inputs"
-                if read is not None:
-                    return f"it calls `{self.code_for(call.func)}`, whose `{method.name.value}` {read} (an eager-only model)"
+            read = self._reads_inputs(method, params, "runs NumPy on its inputs")
+            if read is not None:
+                return f"it calls `{self.code_for(call.func)}`, whose `{method.name.value}` {read} (an eager-only model)"
             found = self._host_values_in_helpers(method, 1, {id(fn), id(method)})
             if found is not None:
                 return f"it calls `{self.code_for(call.func)}`, whose `{method.name.value}` {found[len('it '):]}"
@@ -376,14 +371,22 @@ class EagerTrainStep(Check):
                 if not isinstance(target, cst.FunctionDef) or target is fn:
                     continue
                 params = {p.name.value for p in (list(target.params.posonly_params) + list(target.params.params))}
-                for inner in self.functions.calls_in(target):
-                    read = self._host_read(inner)
-                    q = self.names.call_name(inner) or ""
-                    if read is None and q.startswith("numpy.") and \
-                            any(n.value in params for arg in inner.args for n in walk(arg.value, cst.Name)):
-                        read = "calls NumPy on its arguments"
-                    if read is not None:
-                        return f"it calls `{a.value.value}` (passed in at a call site), which {read}"
+                read = self._reads_inputs(target, params, "calls NumPy on its arguments")
+                if read is not None:
+                    return f"it calls `{a.value.value}` (passed in at a call site), which {read}"
+        return None
+
+    def _reads_inputs(self, fn, params: set[str], numpy_reason: str) -> Optional[str]:
+        """What `fn`'s own calls do that needs host values: a read back (`.numpy()`, `float(t)`), or a NumPy call on
+        one of `params` (then `numpy_reason`); None when nothing does."""
+        for inner in self.functions.calls_in(fn):
+            read = self._host_read(inner)
+            q = self.names.call_name(inner) or ""
+            if read is None and q.startswith("numpy.") and any(
+                    n.value in params for a in inner.args for n in walk(a.value, cst.Name)):
+                read = numpy_reason
+            if read is not None:
+                return read
         return None
 
     def _python_state_in_passed_instances(self, fn: cst.FunctionDef) -> Optional[str]:

@@ -10,7 +10,7 @@ import libcst as cst
 from ...findings import Applicability
 from ...semantics import get_arg, literal_value
 from ..base import Check
-from ..common import display_code, is_small_loop, loop_bound, nodes_under, periodic_guard, runs_at_most, user_paced, video_loop
+from ..common import called_name, display_code, is_small_loop, loop_bound, nodes_under, periodic_guard, runs_at_most, user_paced, video_loop
 from .models import is_model_value, resolve_value
 
 # Calls in the same loop that make it an epoch loop: predicting a whole validation set once per epoch is what
@@ -125,8 +125,7 @@ class PredictInLoop(Check):
             return False
         rendered = False
         for call in self.index.nodes_inside(body, cst.Call):
-            name = call.func.attr.value if isinstance(call.func, cst.Attribute) else \
-                call.func.value if isinstance(call.func, cst.Name) else ""
+            name = called_name(call)
             if name == "render" and not call.args:
                 rendered = True
             elif _TRAINING_CALL.search(name):
